@@ -1,0 +1,3 @@
+from vllm_scaffold.cli import main
+
+main()

@@ -1,0 +1,124 @@
+"""The seam catalog: one TOML file per vLLM extension seam, loaded into `Seam` records.
+
+The catalog is data. A seam's file says what vLLM does with it (registration API or entry-point group,
+which processes load it and when, what happens on duplicates, how a user selects it, what breaks silently)
+and, once it has a template, what a component of that seam adds to a plugin package (entry points,
+a registration call run from the package's general plugin, the manifest entry). The CLI never names a seam.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from vllm_scaffold.errors import ScaffoldError
+
+CATALOG_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """An entry point a component adds; `name` and `target` are `str.format` patterns over the answers."""
+
+    group: str
+    name: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Seam:
+    key: str
+    title: str
+    summary: str
+    api: str
+    process_family: str
+    load_timing: str
+    duplicate_policy: str
+    reference: str
+    kernel: bool
+    group: str | None = None
+    selection: tuple[str, ...] = ()
+    pitfalls: tuple[str, ...] = ()
+    template: str | None = None
+    module: str | None = None
+    example: str | None = None
+    entry_points: tuple[EntryPoint, ...] = ()
+    registration: str | None = None
+    object: str | None = None
+    enable: tuple[str, ...] = ()
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def has_template(self) -> bool:
+        return self.template is not None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "summary": self.summary,
+            "group": self.group,
+            "api": self.api,
+            "process_family": self.process_family,
+            "load_timing": self.load_timing,
+            "duplicate_policy": self.duplicate_policy,
+            "selection": list(self.selection),
+            "pitfalls": list(self.pitfalls),
+            "kernel": self.kernel,
+            "template": self.template,
+            "reference": self.reference,
+        }
+
+
+_LIST_FIELDS = {"selection", "pitfalls", "enable"}
+
+
+def _seam_from_table(key: str, table: dict[str, object]) -> Seam:
+    known = set(Seam.__dataclass_fields__) - {"key", "extra", "entry_points"}
+    values: dict[str, object] = {}
+    extra: dict[str, object] = {}
+    for name, value in table.items():
+        if name == "entry_points":
+            continue
+        if name in known:
+            values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
+        else:
+            extra[name] = value
+    entry_points = tuple(EntryPoint(**ep) for ep in table.get("entry_points", []))  # type: ignore[union-attr]
+    return Seam(key=key, entry_points=entry_points, extra=extra, **values)  # type: ignore[arg-type]
+
+
+@cache
+def load_catalog() -> dict[str, Seam]:
+    """Every seam, keyed by its CLI key, in the order of the `order` field (then by key)."""
+    loaded: list[tuple[int, Seam]] = []
+    for path in CATALOG_DIR.glob("*.toml"):
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+        order = int(table.pop("order", 1000))
+        loaded.append((order, _seam_from_table(path.stem, table)))
+    loaded.sort(key=lambda item: (item[0], item[1].key))
+    return {seam.key: seam for _, seam in loaded}
+
+
+def get_seam(key: str) -> Seam:
+    """The seam for `key`, or a ScaffoldError that suggests the closest key."""
+    catalog = load_catalog()
+    if key in catalog:
+        return catalog[key]
+    close = difflib.get_close_matches(key, catalog, n=1, cutoff=0.5)
+    hint = f"did you mean '{close[0]}'?" if close else "run 'vllm-scaffold list' for the keys"
+    raise ScaffoldError(f"unknown seam '{key}'", hint)
+
+
+def templated_seam(key: str) -> Seam:
+    """The seam for `key` if it has a template; a ScaffoldError otherwise."""
+    seam = get_seam(key)
+    if not seam.has_template:
+        ready = ", ".join(s.key for s in load_catalog().values() if s.has_template)
+        raise ScaffoldError(
+            f"seam '{key}' has no template yet", f"templated seams are: {ready} ('vllm-scaffold explain {key}')"
+        )
+    return seam

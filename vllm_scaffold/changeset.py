@@ -1,0 +1,93 @@
+"""A set of file creations and edits that is checked as a whole, then shown (dry run) or applied.
+
+Nothing touches the destination until every file has been rendered and checked: Python files must
+compile and TOML files must parse. Edited files are replaced with `os.replace`, so a reader never sees a
+half-written `pyproject.toml`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vllm_scaffold.errors import ScaffoldError
+
+
+@dataclass
+class Changeset:
+    root: Path
+    created: dict[str, str] = field(default_factory=dict)  # relative posix path -> content
+    edited: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
+    keys: list[str] = field(default_factory=list)  # human-readable TOML keys that change
+
+    def create(self, relpath: str, content: str) -> None:
+        if relpath in self.created or (self.root / relpath).exists():
+            raise ScaffoldError(f"{relpath} already exists in {self.root}", "choose another NAME")
+        self.created[relpath] = content
+
+    def edit(self, relpath: str, after: str) -> None:
+        if relpath in self.created:
+            self.created[relpath] = after
+            return
+        before = self.edited[relpath][0] if relpath in self.edited else (self.root / relpath).read_text("utf-8")
+        self.edited[relpath] = (before, after)
+
+    def current(self, relpath: str) -> str:
+        if relpath in self.created:
+            return self.created[relpath]
+        if relpath in self.edited:
+            return self.edited[relpath][1]
+        return (self.root / relpath).read_text("utf-8")
+
+    def check(self) -> None:
+        """Every Python file compiles and every TOML file parses, or a ScaffoldError names the first that fails."""
+        contents = {**self.created, **{path: after for path, (_, after) in self.edited.items()}}
+        for relpath, content in contents.items():
+            try:
+                if relpath.endswith(".py"):
+                    compile(content, relpath, "exec")
+                elif relpath.endswith(".toml"):
+                    tomllib.loads(content)
+            except (SyntaxError, tomllib.TOMLDecodeError) as error:
+                raise ScaffoldError(
+                    f"the rendered {relpath} is invalid ({error})", "report this template bug; nothing was written"
+                ) from None
+
+    def describe(self) -> list[str]:
+        """One line per created file and TOML key, then a unified diff per edited file."""
+        lines = [f"create {path}" for path in sorted(self.created)]
+        lines += [f"edit   {path}" for path in sorted(self.edited)]
+        lines += [f"key    {key}" for key in self.keys]
+        for path, (before, after) in sorted(self.edited.items()):
+            lines += difflib.unified_diff(
+                before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+            )
+        return lines
+
+    def apply(self) -> None:
+        """Write new files, then replace edited ones atomically."""
+        self.check()
+        for relpath, content in self.created.items():
+            _write_atomically(self.root / relpath, content)
+        for relpath, (_, after) in self.edited.items():
+            _write_atomically(self.root / relpath, after)
+
+
+def _write_atomically(path: Path, content: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+        if path.exists():
+            os.chmod(scratch, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(scratch, 0o644)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise

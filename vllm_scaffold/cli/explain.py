@@ -1,0 +1,38 @@
+"""`vllm-scaffold explain SEAM`: one catalog entry in prose."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vllm_scaffold.cli._options import reporting
+
+
+def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold list').")]) -> None:
+    """Explain a seam: which processes load it and when, how it is selected, what breaks silently."""
+    with reporting():
+        from vllm_scaffold import console
+        from vllm_scaffold.catalog import get_seam
+
+        entry = get_seam(seam)
+        text = [
+            f"# {entry.title} ({entry.key})",
+            "",
+            entry.summary,
+            "",
+            f"Registration: {entry.api}.",
+            f"Loaded by: {entry.process_family}.",
+            f"When: {entry.load_timing}.",
+            f"Duplicates: {entry.duplicate_policy}.",
+            "",
+            "How a user selects it:",
+            *(f"  - {line}" for line in entry.selection),
+            "",
+            "Pitfalls:",
+            *(f"  - {line}" for line in entry.pitfalls),
+            "",
+            f"Source: {entry.reference}.",
+            f"Template: {'vllm-scaffold new ' + entry.key + ' NAME' if entry.has_template else 'none yet'}.",
+        ]
+        console.lines(text)

@@ -1,0 +1,164 @@
+"""Adding one seam component to a project: the work `new` and `add` share.
+
+A component is a subpackage of the plugin's import package plus its tests and its doc page, rendered from
+`templates/<seam>/`. Around the rendered files the catalog entry decides what else changes: entry points,
+a registration call run by the package's general plugin (`vllm_plugin.register`), the manifest entry under
+[tool.vllm-scaffold], a row in the README's component table, and an answers file for later re-rendering.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import yaml
+
+from vllm_scaffold import VLLM_RANGE, __version__, names, pyproject_edit
+from vllm_scaffold.catalog import Seam
+from vllm_scaffold.changeset import Changeset
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project import PLUGIN_MODULE, Project
+from vllm_scaffold.rendering import questions, render
+
+ANSWERS_DIR = ".vllm-scaffold"
+PLUGIN_GROUP = "vllm.general_plugins"
+REGISTRATIONS_START = "COMPONENT_REGISTRATIONS: tuple[str, ...] = ("
+README_END = "<!-- /vllm-scaffold:components -->"
+
+
+def split_data(data: dict[str, str], *templates: str) -> list[dict[str, str]]:
+    """Routes each --data KEY=VALUE to the template that asks KEY; an unknown KEY is an error."""
+    routed: list[dict[str, str]] = [{} for _ in templates]
+    for key, value in data.items():
+        owners = [i for i, template in enumerate(templates) if key in questions(template)]
+        if not owners:
+            known = sorted({q for template in templates for q in questions(template)})
+            raise ScaffoldError(
+                f"--data key '{key}' is not a question of this template",
+                f"valid keys: {', '.join(known) or 'none'}",
+            )
+        for i in owners:
+            routed[i][key] = value
+    return routed
+
+
+def base_context(project: Project, seam: str, name: str, module: str) -> dict[str, Any]:
+    return {
+        "seam": seam,
+        "package": project.package,
+        "package_dir": project.package_dir,
+        "dist_name": project.dist_name,
+        "name": name,
+        "module": module,
+        "class_prefix": names.class_prefix(name),
+        "env_prefix": names.env_prefix(project.package),
+        "vllm_range": str(project.manifest.get("vllm", VLLM_RANGE)),
+    }
+
+
+def seam_facts(seam: Seam) -> dict[str, Any]:
+    """The catalog entry as template variables, so docs and notes in generated code say what the catalog says."""
+    return {
+        "seam_title": seam.title,
+        "seam_summary": seam.summary,
+        "process_family": seam.process_family,
+        "load_timing": seam.load_timing,
+        "duplicate_policy": seam.duplicate_policy,
+        "selection": list(seam.selection),
+        "pitfalls": list(seam.pitfalls),
+    }
+
+
+def render_into(
+    changes: Changeset, template: str, context: dict[str, Any], data: dict[str, str], *, interactive: bool
+) -> dict[str, Any]:
+    """Renders a template in scratch space and records its files as creations; returns the full answers."""
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-") as scratch:
+        out = Path(scratch) / "out"
+        answers = render(template, out, context, data, interactive=interactive)
+        for path in sorted(p for p in out.rglob("*") if p.is_file()):
+            changes.create(path.relative_to(out).as_posix(), path.read_text(encoding="utf-8"))
+    return answers
+
+
+def answers_file(changes: Changeset, stem: str, template: str, answers: dict[str, Any]) -> None:
+    record = {"template": template, "scaffold_version": __version__, "answers": dict(sorted(answers.items()))}
+    changes.create(f"{ANSWERS_DIR}/{stem}.yml", yaml.safe_dump(record, sort_keys=False))
+
+
+def add_component(
+    changes: Changeset,
+    project: Project,
+    seam: Seam,
+    name: str,
+    data: dict[str, str],
+    *,
+    module: str,
+    interactive: bool,
+) -> None:
+    """Records every creation and edit that adding component `name` of `seam` to `project` implies."""
+    assert seam.template is not None
+    names.check_identifier(name, "NAME")
+    names.check_identifier(module, "module")
+    if any(component.get("name") == name for component in project.components()):
+        raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
+    module_dir = f"{project.package_dir}/{module}"
+    if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
+        raise ScaffoldError(f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME")
+    (data,) = split_data(data, seam.template)
+    doc = tomlkit.parse(changes.current("pyproject.toml"))
+    changes.keys += pyproject_edit.ensure_manifest(doc, project.package, VLLM_RANGE)
+
+    context = base_context(project, seam.key, name, module)
+    if not project.has_plugin_module():
+        render_into(changes, "plugin-module", context, {}, interactive=False)
+        changes.keys.append(
+            pyproject_edit.add_entry_point(doc, PLUGIN_GROUP, project.package, f"{project.package}.{PLUGIN_MODULE}:register")
+        )
+    answers = render_into(changes, seam.template, {**context, **seam_facts(seam)}, data, interactive=interactive)
+    answers_file(changes, f"{seam.key}-{name}", seam.template, {**context, **answers})
+
+    fields = {**context, **answers}
+    for entry_point in seam.entry_points:
+        changes.keys.append(
+            pyproject_edit.add_entry_point(
+                doc, entry_point.group, entry_point.name.format_map(fields), entry_point.target.format_map(fields)
+            )
+        )
+    component: dict[str, object] = {"seam": seam.key, "name": name, "module": f"{project.package}.{module}"}
+    if seam.object:
+        component["object"] = seam.object.format_map(fields)
+    if seam.enable:
+        component["enable"] = [line.format_map(fields) for line in seam.enable]
+    changes.keys.append(pyproject_edit.add_component(doc, component))
+    changes.edit("pyproject.toml", tomlkit.dumps(doc).rstrip("\n") + "\n")
+
+    if seam.registration:
+        _add_registration(changes, f"{project.package_dir}/{PLUGIN_MODULE}.py", seam.registration.format_map(fields))
+    if (project.root / "README.md").is_file() or "README.md" in changes.created:
+        _add_readme_row(changes, seam, name, module, fields)
+
+
+def _add_registration(changes: Changeset, relpath: str, target: str) -> None:
+    lines = changes.current(relpath).splitlines(keepends=True)
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == REGISTRATIONS_START)
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == ")")
+    except StopIteration:
+        raise ScaffoldError(
+            f"{relpath} has no '{REGISTRATIONS_START} ... )' block", f"restore it, or call {target} yourself"
+        ) from None
+    lines.insert(end, f'    "{target}",\n')
+    changes.edit(relpath, "".join(lines))
+    changes.keys.append(f"{relpath}: COMPONENT_REGISTRATIONS += {target}")
+
+
+def _add_readme_row(changes: Changeset, seam: Seam, name: str, module: str, fields: dict[str, Any]) -> None:
+    text = changes.current("README.md")
+    if README_END not in text:
+        return
+    how = seam.enable[0].format_map(fields) if seam.enable else seam.selection[0]
+    row = f"| [`{name}`](docs/{module}.md) | {seam.title} | {seam.process_family} | {how} |\n"
+    changes.edit("README.md", text.replace(README_END, row + README_END, 1))

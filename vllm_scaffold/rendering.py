@@ -1,0 +1,79 @@
+"""Rendering templates with copier into a scratch directory.
+
+Every folder under `templates/` is a plain copier template (its `copier.yml` holds the seam's questions
+and their validators), so `copier copy templates/<seam> DST` works on its own. Pieces shared by several
+templates live once in `templates/_shared/` and are reached as `{% include "shared/..." %}` through the
+`SharedFragments` Jinja extension. Nothing runs at generation time: no copier tasks, no migrations.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader
+from jinja2.ext import Extension
+
+from vllm_scaffold.errors import ScaffoldError
+
+
+def templates_root() -> Path:
+    """The templates folder: inside the installed wheel, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise ScaffoldError("the templates folder is missing from this installation", "reinstall vllm-scaffold")
+
+
+class SharedFragments(Extension):
+    """Makes `templates/_shared/` loadable as `shared/<file>` from every template."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        shared = PrefixLoader({"shared": FileSystemLoader(str(templates_root() / "_shared"))})
+        environment.loader = ChoiceLoader([environment.loader, shared]) if environment.loader else shared
+
+
+@cache
+def questions(template: str) -> dict[str, dict[str, Any]]:
+    """The user-facing questions of a template, by name, as declared in its copier.yml."""
+    config = yaml.safe_load((templates_root() / template / "copier.yml").read_text(encoding="utf-8")) or {}
+    return {key: value for key, value in config.items() if not key.startswith("_")}
+
+
+def render(
+    template: str, dest: Path, context: dict[str, Any], data: dict[str, str], *, interactive: bool
+) -> dict[str, Any]:
+    """Render `templates/<template>` into the empty directory `dest` and return the answers to its questions.
+
+    `context` holds the values the tool derives (package, module, class prefix...), `data` the user's answers
+    to the template's questions. With `interactive`, copier asks the remaining questions on the terminal.
+    """
+    from copier import Worker
+
+    try:
+        with Worker(
+            src_path=str(templates_root() / template),
+            dst_path=dest,
+            data={**context, **data},
+            defaults=not interactive,
+            quiet=True,
+            overwrite=True,
+            unsafe=True,  # our own templates: the only "unsafe" feature they use is the SharedFragments extension
+        ) as worker:
+            worker.run_copy()
+            combined = worker.answers.combined
+            return {key: combined[key] for key in questions(template) if key in combined}
+    except (KeyboardInterrupt, EOFError):
+        raise ScaffoldError("interrupted while answering questions", "run the command again") from None
+    except ValueError as error:  # copier reports failed validators and bad types as ValueError
+        message = " ".join(str(error).split())
+        raise ScaffoldError(message, "pass a valid value with --data KEY=VALUE") from None
+
+
+def stdin_is_interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()

@@ -1,0 +1,86 @@
+"""`new` and `add` as library calls: plan in scratch space, check, then show or write."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_scaffold import names
+from vllm_scaffold.catalog import templated_seam
+from vllm_scaffold.changeset import Changeset
+from vllm_scaffold.component import add_component, answers_file, render_into, split_data
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project import Project
+
+PACKAGE_TEMPLATE = "package"
+
+
+@dataclass
+class Result:
+    root: Path
+    lines: list[str]
+
+
+def new_package(
+    seam_key: str, name: str, dest: Path | None, data: dict[str, str], *, interactive: bool, dry_run: bool
+) -> Result:
+    """A new plugin package NAME holding one component of `seam_key`, moved into `dest` only when complete."""
+    seam = templated_seam(seam_key)
+    names.check_identifier(name, "NAME")
+    dest = (dest or Path.cwd() / name).absolute()
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ScaffoldError(f"--dest {dest} exists and is not empty", "choose a new or empty directory with --dest")
+    assert seam.template is not None and seam.module is not None
+    package_data, _ = split_data(data, PACKAGE_TEMPLATE, seam.template)
+
+    scratch_parent = dest.parent if dest.parent.is_dir() else None
+    with tempfile.TemporaryDirectory(prefix=".vllm-scaffold-", dir=scratch_parent) as scratch:
+        stage = Path(scratch) / name
+        stage.mkdir()
+        base = Changeset(stage)
+        context = {
+            "package": name,
+            "package_dir": f"src/{name}",
+            "dist_name": names.dist_name(name),
+            "env_prefix": names.env_prefix(name),
+        }
+        answers = render_into(base, PACKAGE_TEMPLATE, context, package_data, interactive=interactive)
+        answers_file(base, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
+        base.apply()
+
+        project = Project.load(stage)
+        component = Changeset(stage)
+        seam_data = {key: value for key, value in data.items() if key not in package_data}
+        add_component(component, project, seam, name, seam_data, module=seam.module, interactive=interactive)
+        component.apply()
+
+        files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        if dry_run:
+            return Result(dest, [f"create {dest.name}/{path}" for path in files])
+        if dest.exists():
+            dest.rmdir()
+        if scratch_parent is None:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(stage), dest)
+        else:
+            os.rename(stage, dest)
+    return Result(dest, [f"created {dest} ({len(files)} files)"])
+
+
+def add_to_project(
+    seam_key: str, name: str, root: Path, data: dict[str, str], *, interactive: bool, dry_run: bool
+) -> Result:
+    """Adds component NAME of `seam_key` to the project at `root`; every created file and changed key is listed."""
+    seam = templated_seam(seam_key)
+    names.check_identifier(name, "NAME")
+    project = Project.load(root.absolute())
+    changes = Changeset(project.root)
+    add_component(changes, project, seam, name, data, module=name, interactive=interactive)
+    changes.check()
+    lines = changes.describe()
+    if not dry_run:
+        changes.apply()
+    return Result(project.root, lines)

@@ -1,0 +1,119 @@
+"""Running a real vLLM engine with exactly one plugin package visible.
+
+The package under test is installed with `pip install --no-deps --target DIR` into a private directory that
+is put first on `sys.path` and `PYTHONPATH`, so the test process and every process vLLM spawns (engine core,
+workers, API server) see its entry points, and nothing else in the environment does. When the package is
+already installed in the environment (`pip install -e .`), that installation is used as it is.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+# Engine settings that fit the tiny model and a 2-core, no-GPU machine.
+TINY_ENGINE_KWARGS: dict[str, object] = {
+    "enforce_eager": True,
+    "max_model_len": 256,
+    "dtype": "float32",
+    "max_num_seqs": 4,
+    "max_num_batched_tokens": 256,
+    "kv_cache_memory_bytes": 64 << 20,
+}
+
+ENGINE_ENV: dict[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+# Two CPU workers, one core each: what tensor_parallel_size=2 needs on a machine with one NUMA node.
+TP2_ENV: dict[str, str] = {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+
+
+def _pyproject(project: Path) -> dict:
+    return tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def project_distribution(project: Path) -> str:
+    return _pyproject(project)["project"]["name"]
+
+
+def is_vllm_plugin_project(project: Path) -> bool:
+    """A pyproject with a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
+    if not (project / "pyproject.toml").is_file():
+        return False
+    pyproject = _pyproject(project)
+    groups = pyproject.get("project", {}).get("entry-points", {})
+    return "vllm-scaffold" in pyproject.get("tool", {}) or any(group.startswith("vllm.") for group in groups)
+
+
+def installed_in_environment(dist_name: str) -> bool:
+    try:
+        importlib.metadata.distribution(dist_name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def install_privately(project: Path, target: Path) -> Path:
+    """`pip install --no-deps --target target project`, without a build-isolation download."""
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+    command += ["--target", str(target), str(project)]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"installing {project} failed:\n{completed.stdout}\n{completed.stderr}")
+    return target
+
+
+def expose(site: Path) -> None:
+    """Puts `site` first on this process's import path and on PYTHONPATH for every child process."""
+    if str(site) not in sys.path:
+        sys.path.insert(0, str(site))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(site) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(site), *paths])
+    importlib.invalidate_caches()
+
+
+def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for an engine subprocess: this one, offline, in-process by default, plus `extra`."""
+    env = {**os.environ, **ENGINE_ENV}
+    env.update(extra or {})
+    return env
+
+
+def run_python(
+    code: str, *, env: Mapping[str, str] | None = None, timeout: float = 900, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Runs `code` as a script in a fresh interpreter (vLLM spawns workers, so keep a __main__ guard).
+
+    Fails the calling test with the script's output when it exits non-zero or times out.
+    """
+    import pytest
+
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", code],
+            env=dict(env) if env is not None else engine_environment(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:
+        output = (expired.stdout or b"").decode() if isinstance(expired.stdout, bytes) else expired.stdout or ""
+        pytest.fail(f"script timed out after {timeout}s; output tail:\n{output[-6000:]}")
+    if completed.returncode != 0:
+        tail = (completed.stdout + completed.stderr)[-8000:]
+        pytest.fail(f"script exited {completed.returncode}; output tail:\n{tail}")
+    return completed

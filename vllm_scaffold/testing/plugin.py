@@ -1,0 +1,178 @@
+"""pytest plugin (entry point `pytest11`) with the fixtures every generated plugin's tests use.
+
+Loaded in any pytest run of an environment where vllm-scaffold is installed; it imports neither vLLM nor
+Triton at load time, so kernel tests also run where vLLM is absent.
+
+- `gpu` marker: skipped with a clear reason when CUDA is not available.
+- Without CUDA, `TRITON_INTERPRET=1` is set before any test module imports Triton, so `@triton.jit`
+  kernels run on CPU tensors through the interpreter.
+- `tiny_llama`: a tiny random Llama with its tokenizer, built once per session (or once per cache
+  directory named by VLLM_SCAFFOLD_CACHE).
+- `plugin_site`: the package under test, visible to this process and every process it starts.
+- `engine_env`, `run_python`: engine subprocesses; `make_llm`: in-process engines torn down after the test;
+  `openai_server`: vLLM's HTTP server, its log attached to the report when the test fails.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vllm_scaffold.testing import engine, tiny_model
+from vllm_scaffold.testing.server import OpenAIServer
+
+CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
+_SITE = pytest.StashKey[Path | None]()
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped without one")
+    config.addinivalue_line("markers", "engine: starts a real vLLM engine")
+    if "TRITON_INTERPRET" not in os.environ and not cuda_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    # Before collection, so test modules can import the package under test.
+    config.stash[_SITE] = _expose_plugin_under_test(Path(config.rootpath))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    site = config.stash.get(_SITE, None)
+    if site is not None:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+def _expose_plugin_under_test(root: Path) -> Path | None:
+    """Installs the vLLM plugin at `root` privately unless the environment already has it; None if not a plugin."""
+    if not engine.is_vllm_plugin_project(root):
+        return None
+    if engine.installed_in_environment(engine.project_distribution(root)):
+        return None
+    site = engine.install_privately(root, Path(tempfile.mkdtemp(prefix="vllm-plugin-site-")))
+    engine.expose(site)
+    return site
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("gpu") for item in items) or cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory of a tiny random-weight Llama (float32) and its tokenizer."""
+    cache = os.environ.get(CACHE_ENV)
+    base = Path(cache) if cache else tmp_path_factory.mktemp("models")
+    return tiny_model.cached_tiny_llama(base)
+
+
+@pytest.fixture(scope="session")
+def plugin_project(pytestconfig: pytest.Config) -> Path:
+    """The plugin package under test: the pytest root directory, which holds its pyproject.toml."""
+    root = Path(pytestconfig.rootpath)
+    if not (root / "pyproject.toml").is_file():
+        pytest.fail(f"{root} has no pyproject.toml: run pytest from the plugin package's directory")
+    return root
+
+
+@pytest.fixture(scope="session")
+def plugin_site(pytestconfig: pytest.Config, plugin_project: Path) -> Path | None:
+    """The private directory the package under test was installed into (None: installed in the environment).
+
+    Either way, this process and every process it starts see the package's entry points.
+    """
+    return pytestconfig.stash.get(_SITE, None)
+
+
+@pytest.fixture
+def engine_env(plugin_site: Path | None) -> dict[str, str]:
+    """Environment for an engine subprocess: offline, plugin visible, multiprocessing off (override as needed)."""
+    return engine.engine_environment()
+
+
+@pytest.fixture
+def run_python(engine_env: dict[str, str]) -> Callable[..., Any]:
+    """`run_python(code, env=None, timeout=900)`: run a script in a fresh interpreter with the plugin visible."""
+
+    def run(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 900):
+        return engine.run_python(code, env={**engine_env, **(env or {})}, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def llm_kwargs(tiny_llama: Path) -> dict[str, Any]:
+    """Keyword arguments of `vllm.LLM` for the tiny model on a small CPU machine."""
+    return {"model": str(tiny_llama), **engine.TINY_ENGINE_KWARGS}
+
+
+@pytest.fixture
+def make_llm(plugin_site: Path | None, llm_kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+    """`make_llm(**overrides)`: an in-process `vllm.LLM` on the tiny model, shut down after the test."""
+    for key, value in engine.ENGINE_ENV.items():
+        monkeypatch.setenv(key, value)
+    created: list[Any] = []
+
+    def make(**overrides: Any) -> Any:
+        from vllm import LLM
+
+        llm = LLM(**{**llm_kwargs, **overrides})
+        created.append(llm)
+        return llm
+
+    yield make
+    if created:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        for llm in created:
+            llm.llm_engine.engine_core.shutdown()
+        created.clear()
+        gc.collect()
+        cleanup_dist_env_and_memory()
+
+
+@pytest.fixture
+def openai_server(
+    request: pytest.FixtureRequest, tiny_llama: Path, engine_env: dict[str, str], tmp_path: Path
+) -> Iterator[Callable[..., OpenAIServer]]:
+    """`openai_server(args=(), env=None)`: vLLM's OpenAI-compatible server for the tiny model, stopped after the test."""
+    servers: list[OpenAIServer] = []
+    defaults = ["--enforce-eager", "--max-model-len", "256", "--dtype", "float32", "--max-num-seqs", "4"]
+    defaults += ["--max-num-batched-tokens", "256", "--kv-cache-memory-bytes", str(64 << 20)]
+
+    def start(args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> OpenAIServer:
+        log = tmp_path / f"server-{len(servers)}.log"
+        server = OpenAIServer(tiny_llama, [*defaults, *args], {**engine_env, **(env or {})}, log)
+        servers.append(server)
+        return server
+
+    yield start
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for server in servers:
+        server.stop()
+        if failed:
+            request.node.add_report_section("call", f"vllm server log ({server.log_path})", server.log_tail())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
