@@ -106,7 +106,9 @@ def add_component(
         raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
     module_dir = f"{project.package_dir}/{module}"
     if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
-        raise ScaffoldError(f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME")
+        raise ScaffoldError(
+            f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
+        )
     (data,) = split_data(data, seam.template)
     doc = tomlkit.parse(changes.current("pyproject.toml"))
     changes.keys += pyproject_edit.ensure_manifest(doc, project.package, VLLM_RANGE)
@@ -115,7 +117,9 @@ def add_component(
     if not project.has_plugin_module():
         render_into(changes, "plugin-module", context, {}, interactive=False)
         changes.keys.append(
-            pyproject_edit.add_entry_point(doc, PLUGIN_GROUP, project.package, f"{project.package}.{PLUGIN_MODULE}:register")
+            pyproject_edit.add_entry_point(
+                doc, PLUGIN_GROUP, project.package, f"{project.package}.{PLUGIN_MODULE}:register"
+            )
         )
     answers = render_into(changes, seam.template, {**context, **seam_facts(seam)}, data, interactive=interactive)
     answers_file(changes, f"{seam.key}-{name}", seam.template, {**context, **answers})

@@ -53,26 +53,25 @@ def render(
     `context` holds the values the tool derives (package, module, class prefix...), `data` the user's answers
     to the template's questions. With `interactive`, copier asks the remaining questions on the terminal.
     """
-    from copier import Worker
+    import copier
 
     try:
-        with Worker(
-            src_path=str(templates_root() / template),
-            dst_path=dest,
+        worker = copier.run_copy(
+            str(templates_root() / template),
+            dest,
             data={**context, **data},
             defaults=not interactive,
             quiet=True,
             overwrite=True,
             unsafe=True,  # our own templates: the only "unsafe" feature they use is the SharedFragments extension
-        ) as worker:
-            worker.run_copy()
-            combined = worker.answers.combined
-            return {key: combined[key] for key in questions(template) if key in combined}
+        )
     except (KeyboardInterrupt, EOFError):
         raise ScaffoldError("interrupted while answering questions", "run the command again") from None
     except ValueError as error:  # copier reports failed validators and bad types as ValueError
         message = " ".join(str(error).split())
         raise ScaffoldError(message, "pass a valid value with --data KEY=VALUE") from None
+    combined = worker.answers.combined
+    return {key: combined[key] for key in questions(template) if key in combined}
 
 
 def stdin_is_interactive() -> bool:

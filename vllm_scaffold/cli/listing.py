@@ -24,7 +24,8 @@ def command(
     from vllm_scaffold import console
 
     table = Table(title="vLLM 0.32 extension seams", show_lines=True)
-    for header in ("key", "group / API", "processes", "load timing", "duplicates", "kernel", "template"):
+    table.add_column("key", no_wrap=True)
+    for header in ("group / API", "processes", "load timing", "duplicates", "kernel", "template"):
         table.add_column(header, overflow="fold")
     for seam in seams:
         table.add_row(

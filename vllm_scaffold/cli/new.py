@@ -34,4 +34,5 @@ def command(
         )
         console.lines(result.lines)
         if not dry_run:
-            console.lines([f"next: cd {result.root} && pip install -e '.[test]' && pytest  (README.md: engine install)"])
+            next_steps = f"next: cd {result.root}; install vLLM (README.md), then: pip install -e '.[test]' && pytest"
+            console.lines([next_steps])

@@ -124,7 +124,9 @@ def llm_kwargs(tiny_llama: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def make_llm(plugin_site: Path | None, llm_kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+def make_llm(
+    plugin_site: Path | None, llm_kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Any]]:
     """`make_llm(**overrides)`: an in-process `vllm.LLM` on the tiny model, shut down after the test."""
     for key, value in engine.ENGINE_ENV.items():
         monkeypatch.setenv(key, value)
@@ -152,7 +154,7 @@ def make_llm(plugin_site: Path | None, llm_kwargs: dict[str, Any], monkeypatch: 
 def openai_server(
     request: pytest.FixtureRequest, tiny_llama: Path, engine_env: dict[str, str], tmp_path: Path
 ) -> Iterator[Callable[..., OpenAIServer]]:
-    """`openai_server(args=(), env=None)`: vLLM's OpenAI-compatible server for the tiny model, stopped after the test."""
+    """`openai_server(args=(), env=None)`: vLLM's OpenAI server on the tiny model, stopped after the test."""
     servers: list[OpenAIServer] = []
     defaults = ["--enforce-eager", "--max-model-len", "256", "--dtype", "float32", "--max-num-seqs", "4"]
     defaults += ["--max-num-batched-tokens", "256", "--kv-cache-memory-bytes", str(64 << 20)]

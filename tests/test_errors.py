@@ -1,0 +1,74 @@
+"""Bad input: one line naming the problem and the fix, exit code 2, and the file tree untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, cli) -> Path:
+    """A generated package, a non-empty directory and a broken project, side by side."""
+    assert cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
+    (tmp_path / "occupied").mkdir()
+    (tmp_path / "occupied" / "notes.txt").write_text("keep me\n")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "pyproject.toml").write_text('[project\nname = "broken"\n')
+    (tmp_path / "bare").mkdir()
+    clash = tmp_path / "clash"
+    (clash / "src" / "clash").mkdir(parents=True)
+    (clash / "src" / "clash" / "__init__.py").write_text("")
+    (clash / "pyproject.toml").write_text(
+        '[project]\nname = "clash"\nversion = "1"\n\n'
+        '[project.entry-points."vllm.general_plugins"]\nclash = "elsewhere:register"\n'
+    )
+    return tmp_path
+
+
+CASES = {
+    "unknown seam": (["new", "atention-backend", "x", "--defaults"], "unknown seam 'atention-backend'", "attention-backend"),
+    "unknown seam on add": (["add", "schedular", "x", "--project", "tracer"], "unknown seam", "scheduler"),
+    "name not an identifier": (["new", "general-plugin", "my-plugin", "--defaults"], "not a valid Python identifier", "my_plugin"),
+    "name starts with a digit": (["new", "general-plugin", "1plugin", "--defaults"], "not a valid Python identifier", "lower-case"),
+    "name is a keyword": (["new", "general-plugin", "class", "--defaults"], "is a Python keyword", "choose another name"),
+    "name shadows a module": (["new", "general-plugin", "torch", "--defaults"], "would shadow the module 'torch'", "choose another name"),
+    "module clash on add": (["add", "general-plugin", "hooks", "--project", "tracer", "--defaults"], "module 'tracer.hooks' already exists", "choose another NAME"),
+    "component clash on add": (["add", "general-plugin", "tracer", "--project", "tracer", "--defaults"], "already has a component named 'tracer'", "choose another NAME"),
+    "entry point clash on add": (["add", "general-plugin", "tracing", "--project", "clash", "--defaults"], "entry point 'clash' already exists", "choose another NAME"),
+    "dest not empty": (["new", "general-plugin", "x", "--dest", "occupied", "--defaults"], "exists and is not empty", "--dest"),
+    "no pyproject": (["add", "general-plugin", "x", "--project", "bare", "--defaults"], "no pyproject.toml", "vllm-scaffold new"),
+    "pyproject does not parse": (["add", "general-plugin", "x", "--project", "broken", "--defaults"], "does not parse", "fix the TOML"),
+    "data key not a question": (["new", "general-plugin", "x", "--defaults", "--data", "colour=blue"], "--data key 'colour' is not a question", "valid keys"),
+    "data not key=value": (["new", "general-plugin", "x", "--defaults", "--data", "colour"], "is not KEY=VALUE", "--data KEY=VALUE"),
+    "data value fails validator": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=0.32"], "vllm_range", "--data KEY=VALUE"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, cli, workspace: Path) -> None:
+    args, problem, fix = CASES[case]
+    before = snapshot(workspace)
+    result = cli(*args, cwd=workspace)
+    assert result.exit_code == 2, result.output
+    message = result.stderr.strip()
+    assert "\n" not in message, message
+    assert problem in message and fix in message, message
+    assert snapshot(workspace) == before
+
+
+def test_seam_without_template_says_so(cli, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from vllm_scaffold import catalog
+
+    real = catalog.load_catalog()
+    untemplated = {**real, "scheduler": dataclasses.replace(real["scheduler"], template=None)}
+    monkeypatch.setattr(catalog, "load_catalog", lambda: untemplated)
+    before = snapshot(workspace)
+    result = cli("new", "scheduler", "x", "--defaults", cwd=workspace)
+    assert result.exit_code == 2
+    assert "seam 'scheduler' has no template yet" in result.stderr and "\n" not in result.stderr.strip()
+    assert snapshot(workspace) == before

@@ -1,0 +1,30 @@
+"""Every template, rendered fresh with default answers, equals its golden copy in generated_examples/."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+from vllm_scaffold.examples import EXAMPLES_DIR, render_example, templated_keys
+
+REGENERATE = "python -m vllm_scaffold.examples {key}"
+
+
+@pytest.mark.parametrize("key", templated_keys())
+def test_golden_copy_is_up_to_date(key: str, tmp_path: Path) -> None:
+    golden = EXAMPLES_DIR / key
+    assert golden.is_dir(), f"generated_examples/{key} is missing: run `{REGENERATE.format(key=key)}`"
+    fresh = snapshot(render_example(key, tmp_path / key))
+    stored = snapshot(golden)
+    assert sorted(fresh) == sorted(stored), f"file lists differ: run `{REGENERATE.format(key=key)}`"
+    for relpath, content in fresh.items():
+        if content != stored[relpath]:
+            diff = "\n".join(
+                difflib.unified_diff(
+                    stored[relpath].decode().splitlines(), content.decode().splitlines(), "golden", "fresh", lineterm=""
+                )
+            )
+            pytest.fail(f"{key}/{relpath} differs from its golden copy; run `{REGENERATE.format(key=key)}`\n{diff}")

@@ -1,0 +1,72 @@
+"""`vllm-scaffold new`: a complete package, written only when complete."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import snapshot
+
+
+def test_new_general_plugin_writes_a_complete_package(cli, tmp_path: Path) -> None:
+    dest = tmp_path / "my_plugin"
+    result = cli("new", "general-plugin", "my_plugin", "--dest", str(dest), "--defaults")
+    assert result.exit_code == 0, result.output
+    pyproject = tomllib.loads((dest / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["vllm.general_plugins"] == {
+        "my_plugin": "my_plugin.vllm_plugin:register"
+    }
+    assert pyproject["project"]["dependencies"] == []
+    assert pyproject["project"]["optional-dependencies"]["test"][0].startswith("vllm-scaffold[testing]")
+    manifest = pyproject["tool"]["vllm-scaffold"]
+    assert manifest["package"] == "my_plugin" and manifest["vllm"]
+    (component,) = manifest["components"]
+    assert component["seam"] == "general-plugin" and component["object"].startswith("my_plugin.hooks.")
+    plugin_module = (dest / "src/my_plugin/vllm_plugin.py").read_text()
+    assert '"my_plugin.hooks.registration:register",' in plugin_module
+    for path in dest.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+    answers = yaml.safe_load((dest / ".vllm-scaffold/general-plugin-my_plugin.yml").read_text())
+    assert answers["template"] == "general-plugin" and answers["answers"]["package"] == "my_plugin"
+    assert "VLLM_PLUGINS" in (dest / "README.md").read_text()
+    assert (dest / ".github/workflows/tests.yml").is_file()
+
+
+def test_new_defaults_to_a_directory_named_after_the_package(cli, tmp_path: Path) -> None:
+    result = cli("new", "general-plugin", "tracer", "--defaults", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "tracer" / "pyproject.toml").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["tracer"]  # no scratch directory left behind
+
+
+def test_new_into_an_existing_empty_directory(cli, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "empty"), "--defaults")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "empty" / "src" / "tracer" / "vllm_plugin.py").is_file()
+
+
+def test_new_dry_run_lists_files_and_writes_nothing(cli, tmp_path: Path) -> None:
+    before = snapshot(tmp_path)
+    result = cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--dry-run", "--defaults")
+    assert result.exit_code == 0, result.output
+    assert "create tracer/pyproject.toml" in result.stdout
+    assert "create tracer/src/tracer/vllm_plugin.py" in result.stdout
+    assert snapshot(tmp_path) == before and not (tmp_path / "tracer").exists()
+
+
+def test_new_records_data_answers(cli, tmp_path: Path) -> None:
+    dest = tmp_path / "tracer"
+    result = cli(
+        "new", "general-plugin", "tracer", "--dest", str(dest), "--defaults",
+        "--data", "description=Traces vLLM processes", "--data", "vllm_range=>=0.32.0,<0.34",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    pyproject = tomllib.loads((dest / "pyproject.toml").read_text())
+    assert pyproject["project"]["description"] == "Traces vLLM processes"
+    assert pyproject["tool"]["vllm-scaffold"]["vllm"] == ">=0.32.0,<0.34"
+    assert 'SUPPORTED_VLLM = ">=0.32.0,<0.34"' in (dest / "src/tracer/vllm_plugin.py").read_text()
+    answers = yaml.safe_load((dest / ".vllm-scaffold/package.yml").read_text())
+    assert answers["answers"]["description"] == "Traces vLLM processes"
