@@ -110,7 +110,8 @@ def add_component(
             f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
         )
     (data,) = split_data(data, seam.template)
-    doc = tomlkit.parse(changes.current("pyproject.toml"))
+    pending = "pyproject.toml" in changes.created or "pyproject.toml" in changes.edited
+    doc = tomlkit.parse(changes.current("pyproject.toml")) if pending else project.doc
     changes.keys += pyproject_edit.ensure_manifest(doc, project.package, VLLM_RANGE)
 
     context = base_context(project, seam.key, name, module)

@@ -11,9 +11,10 @@ from pathlib import Path
 from vllm_scaffold import names
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
-from vllm_scaffold.component import add_component, answers_file, render_into, split_data
+from vllm_scaffold.component import add_component, answers_file, split_data
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project import Project
+from vllm_scaffold.rendering import render
 
 PACKAGE_TEMPLATE = "package"
 
@@ -39,15 +40,15 @@ def new_package(
     scratch_parent = dest.parent if dest.parent.is_dir() else None
     with tempfile.TemporaryDirectory(prefix=".vllm-scaffold-", dir=scratch_parent) as scratch:
         stage = Path(scratch) / name
-        stage.mkdir()
-        base = Changeset(stage)
         context = {
             "package": name,
             "package_dir": f"src/{name}",
             "dist_name": names.dist_name(name),
             "env_prefix": names.env_prefix(name),
         }
-        answers = render_into(base, PACKAGE_TEMPLATE, context, package_data, interactive=interactive)
+        # The skeleton renders straight into the stage: it is the whole directory, nothing to merge with.
+        answers = render(PACKAGE_TEMPLATE, stage, context, package_data, interactive=interactive)
+        base = Changeset(stage)
         answers_file(base, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
         base.apply()
 

@@ -1,0 +1,110 @@
+"""How fast the tool answers: `--help`, and `new` per templated seam against raw copier.
+
+    python benchmarks/generation.py [--repeat N]
+
+Prints, for each templated seam, the median time of `vllm_scaffold.scaffold.new_package` (everything
+`new` does: two copier renders, pyproject and plugin-module edits, checks, the move into place) and of
+raw `copier.run_copy` of the same two templates with the same answers, in the same warm process; their
+ratio is the tool's own overhead. It also prints the wall time of `vllm-scaffold --help` and of a whole
+`vllm-scaffold new` command, interpreter start included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import copier
+
+from vllm_scaffold import VLLM_RANGE, names
+from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.component import seam_facts
+from vllm_scaffold.rendering import templates_root
+from vllm_scaffold.scaffold import new_package
+
+CLI = [sys.executable, "-m", "vllm_scaffold"]
+
+
+def median_seconds(action: Callable[[Path], object], repeat: int) -> float:
+    timings = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as scratch:
+            start = time.perf_counter()
+            action(Path(scratch) / "pkg")
+            timings.append(time.perf_counter() - start)
+    return statistics.median(timings)
+
+
+def raw_copier(key: str, package: str) -> Callable[[Path], object]:
+    """copier alone: the package skeleton, then the seam template, with the answers `new` passes."""
+    seam = load_catalog()[key]
+
+    def run(dest: Path) -> None:
+        skeleton = {
+            "package": package,
+            "package_dir": f"src/{package}",
+            "dist_name": names.dist_name(package),
+            "env_prefix": names.env_prefix(package),
+        }
+        copier.run_copy(str(templates_root() / "package"), dest, data=skeleton, defaults=True, quiet=True, unsafe=True)
+        context = {
+            **skeleton,
+            "seam": key,
+            "name": package,
+            "module": seam.module,
+            "class_prefix": names.class_prefix(package),
+            "vllm_range": VLLM_RANGE,
+            **seam_facts(seam),
+        }
+        copier.run_copy(
+            str(templates_root() / seam.template), dest, data=context, defaults=True, quiet=True, unsafe=True
+        )
+
+    return run
+
+
+def command_seconds(args: list[str], repeat: int) -> float:
+    timings = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as scratch:
+            start = time.perf_counter()
+            subprocess.run([*args], cwd=scratch, check=True, capture_output=True)
+            timings.append(time.perf_counter() - start)
+    return statistics.median(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    repeat = parser.parse_args().repeat
+
+    print(f"vllm-scaffold --help: {command_seconds([*CLI, '--help'], repeat) * 1000:.0f} ms (median of {repeat})")
+    print(
+        "vllm-scaffold new general-plugin (whole command): "
+        f"{command_seconds([*CLI, 'new', 'general-plugin', 'bench', '--defaults'], repeat) * 1000:.0f} ms"
+    )
+    print(f"\n{'seam':<20} {'new (ms)':>10} {'raw copier (ms)':>16} {'ratio':>7}")
+    for seam in load_catalog().values():
+        if not seam.has_template:
+            continue
+        package = seam.example or "bench"
+        new = median_seconds(
+            lambda dest, key=seam.key, package=package: new_package(
+                key, package, dest, {}, interactive=False, dry_run=False
+            ),
+            repeat,
+        )
+        raw = median_seconds(raw_copier(seam.key, package), repeat)
+        print(f"{seam.key:<20} {new * 1000:>10.0f} {raw * 1000:>16.0f} {new / raw:>6.2f}x")
+    shutil.rmtree(Path(tempfile.gettempdir()) / "bench", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
