@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from vllm_scaffold.cli import add, explain, listing, new
+from vllm_scaffold.cli import add, doctor, explain, listing, new
 
 app = typer.Typer(
     name="vllm-scaffold",
@@ -22,6 +22,7 @@ app.command("new")(new.command)
 app.command("add")(add.command)
 app.command("list")(listing.command)
 app.command("explain")(explain.command)
+app.command("doctor")(doctor.command)
 
 
 def main() -> None:

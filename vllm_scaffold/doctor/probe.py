@@ -1,0 +1,98 @@
+"""The live probe, parent side: install the package privately, run probe_script.py in fresh interpreters.
+
+The package is installed with `pip install --no-deps --target` into a temporary directory put first on
+PYTHONPATH of the probe processes only (vllm_scaffold.testing.engine.install_privately): nothing is installed
+into the environment, and this process's sys.path and environment are left alone. Results are cached by the
+package's content, the installed vLLM and the other installed plugins, so a second run is instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from vllm_scaffold.doctor.context import Context
+from vllm_scaffold.doctor.findings import Finding
+from vllm_scaffold.doctor.installed import GROUPS, cache_dir
+from vllm_scaffold.doctor.source import all_calls
+
+SCRIPT = Path(__file__).with_name("probe_script.py")
+PROBE_TIMEOUT_S = 600
+# Variables that change what the probe observes; everything else in the environment is passed through.
+_RELEVANT_ENV = ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_DISABLED_KERNELS", "VLLM_TARGET_DEVICE", "PYTHONPATH")
+
+
+class ProbeFailed(RuntimeError):
+    """The probe itself could not run (install failed, interpreter crashed): reported, never a finding."""
+
+
+def _fingerprint(ctx: Context) -> str:
+    digest = hashlib.sha256()
+    digest.update((ctx.package.root / "pyproject.toml").read_bytes())
+    for module in sorted(ctx.package.modules.values(), key=lambda m: m.name):
+        digest.update(module.name.encode())
+        digest.update(module.path.read_bytes())
+    digest.update(repr((ctx.vllm, sorted(map(repr, ctx.others)))).encode())
+    digest.update(repr([os.environ.get(name) for name in _RELEVANT_ENV]).encode())
+    digest.update(SCRIPT.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def _probe_environment(site: Path) -> dict[str, str]:
+    from vllm_scaffold.testing.engine import engine_environment
+
+    env = engine_environment()
+    env.pop("VLLM_PLUGINS", None)  # the probe loads this package's plugins explicitly, whatever the allow-list
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    return env
+
+
+def _run(mode: str, ctx: Context, own: list[dict[str, str]], env: dict[str, str], work: Path) -> list[Finding]:
+    request, result = work / f"{mode}.json", work / f"{mode}-findings.json"
+    apis = sorted({call.api for call in all_calls(ctx.package)})
+    request.write_text(
+        json.dumps({"mode": mode, "dist": ctx.package.dist_name, "own": own, "apis": apis}), encoding="utf-8"
+    )
+    try:
+        completed = subprocess.run(
+            [sys.executable, str(SCRIPT), str(request), str(result)],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ProbeFailed(f"the {mode} probe did not finish in {PROBE_TIMEOUT_S}s") from None
+    if completed.returncode != 0 or not result.is_file():
+        tail = (completed.stdout + completed.stderr)[-2000:]
+        raise ProbeFailed(f"the {mode} probe exited {completed.returncode}:\n{tail}")
+    return [Finding.from_json(item) for item in json.loads(result.read_text(encoding="utf-8"))]
+
+
+def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
+    own = [
+        {"group": ep.group, "name": ep.name, "value": ep.value} for ep in ctx.package.entry_points if ep.group in GROUPS
+    ]
+    cached = cache_dir() / f"{_fingerprint(ctx)}.json"
+    if use_cache and cached.is_file():
+        return [Finding.from_json(item) for item in json.loads(cached.read_text(encoding="utf-8"))]
+    from vllm_scaffold.testing.engine import install_privately
+
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        work = Path(scratch)
+        try:
+            install_privately(ctx.package.root, work / "site")
+        except RuntimeError as error:
+            raise ProbeFailed(str(error)) from None
+        env = _probe_environment(work / "site")
+        findings = _run("imports", ctx, own, env, work) + _run("registry", ctx, own, env, work)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps([f.as_json() for f in findings]), encoding="utf-8")
+    return findings

@@ -1,0 +1,85 @@
+"""One doctor run: the static checks, then (when vLLM imports) the live probe, into one Report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from vllm_scaffold.doctor import checks_code, checks_metadata
+from vllm_scaffold.doctor.context import Context
+from vllm_scaffold.doctor.findings import Finding, Report
+from vllm_scaffold.doctor.package import PluginPackage
+
+StaticCheck = Callable[[Context], list[Finding]]
+
+STATIC_CHECKS: tuple[StaticCheck, ...] = (
+    checks_metadata.entry_point_groups,
+    checks_metadata.entry_point_targets,
+    checks_metadata.vllm_plugins_value,
+    checks_metadata.endpoint_enabled,
+    checks_metadata.vllm_version,
+    checks_code.registration_timing,
+    checks_code.attention,
+    checks_code.quantization_names,
+    checks_code.linear_kernel_kinds,
+    checks_code.custom_ops,
+    checks_code.kv_connector_names,
+    checks_code.model_architectures,
+    checks_code.schedulers,
+    checks_code.platform_detectors,
+    checks_code.io_processor_names,
+    checks_code.vllm_imports,
+)
+
+_UNSET = object()
+
+
+def diagnose(
+    root: Path, *, live: bool | None = None, vllm_plugins: str | None | object = _UNSET, use_cache: bool = True
+) -> Report:
+    """Runs every check on the package at `root`. `live=None` probes when vLLM is installed; `vllm_plugins`
+    defaults to the VLLM_PLUGINS of this environment (None: unset)."""
+    started = time.perf_counter()
+    package = PluginPackage.load(root)
+    plugins = os.environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
+    ctx = Context.build(package, plugins)  # type: ignore[arg-type]
+    report = Report(package=package.dist_name, vllm=f"{ctx.vllm.distribution} {ctx.vllm.version}")
+    report.add(_syntax_errors(package))
+    for check in STATIC_CHECKS:
+        report.add(check(ctx))
+    report.timings["static"] = time.perf_counter() - started
+
+    if live is None:
+        live = ctx.vllm.present
+    if not live:
+        report.live = "off"
+    elif not ctx.vllm.present:
+        report.live = "skipped: vLLM is not installed"
+    else:
+        from vllm_scaffold.doctor.probe import ProbeFailed, live_findings
+
+        probe_started = time.perf_counter()
+        try:
+            report.add(live_findings(ctx, use_cache=use_cache))
+            report.live = "on"
+        except ProbeFailed as failure:
+            report.live = f"failed: {failure}"
+        report.timings["live"] = time.perf_counter() - probe_started
+    return report
+
+
+def _syntax_errors(package: PluginPackage) -> list[Finding]:
+    from vllm_scaffold.doctor.findings import error
+
+    return [
+        error(
+            "syntax-error",
+            module.rel,
+            f"{module.name} does not parse ({module.syntax_error}); no check can read it and vLLM cannot import it",
+            "fix the syntax",
+        )
+        for module in package.modules.values()
+        if module.syntax_error
+    ]

@@ -1,0 +1,194 @@
+"""AST helpers: what a package module imports, which names it binds, what runs when it is imported.
+
+Nothing here imports the package: the checks must also work on a plugin that fails to import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from vllm_scaffold.doctor.package import Module, PluginPackage
+
+# vLLM registration APIs: a call to one of these only affects the process that makes it.
+REGISTRATION_APIS = frozenset(
+    {
+        "register_backend",
+        "register_quantization_config",
+        "register_linear_kernel",
+        "register_oot",
+        "register_connector",
+        "register_model",
+        "register_resolver",
+        "register_lazy_module",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call or decorator of a function named `api`, with its arguments (empty for a bare decorator)."""
+
+    module: Module
+    node: ast.AST
+    api: str
+    receiver: str | None  # the qualified name of what `api` is an attribute of, e.g. "vllm....CustomOp"
+    args: tuple[ast.expr, ...]
+    keywords: dict[str, ast.expr]
+
+    @property
+    def where(self) -> str:
+        return self.module.where(self.node)
+
+    def argument(self, position: int, keyword: str) -> ast.expr | None:
+        if keyword in self.keywords:
+            return self.keywords[keyword]
+        return self.args[position] if len(self.args) > position else None
+
+    def constant(self, position: int, keyword: str) -> str | None:
+        value = self.argument(position, keyword)
+        return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
+def resolve_relative(module: Module, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = module.name.split(".")
+    base = parts if module.is_package else parts[:-1]
+    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def aliases(module: Module) -> dict[str, str]:
+    """Local name -> qualified name, for every import in the module (at any depth)."""
+    table: dict[str, str] = {}
+    for node in ast.walk(module.tree) if module.tree else ():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                table[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve_relative(module, node)
+            for alias in node.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = f"{source}.{alias.name}"
+    return table
+
+
+def qualified(expr: ast.expr, table: dict[str, str]) -> str | None:
+    """`a.b.c` with `a` replaced by what it was imported as; None for anything but names and attributes."""
+    if isinstance(expr, ast.Name):
+        return table.get(expr.id, expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = qualified(expr.value, table)
+        return f"{base}.{expr.attr}" if base else None
+    return None
+
+
+def import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node evaluated when the module is imported: not function bodies, but decorators and class bodies."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for expr in [*stmt.decorator_list, *stmt.args.defaults, *stmt.args.kw_defaults]:
+                if expr is not None:
+                    yield from ast.walk(expr)
+        elif isinstance(stmt, ast.ClassDef):
+            for expr in [*stmt.decorator_list, *stmt.bases]:
+                yield from ast.walk(expr)
+            yield from import_time_nodes(stmt.body)
+        else:
+            children = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.stmt)]
+            yield stmt
+            for child in ast.iter_child_nodes(stmt):
+                if not isinstance(child, ast.stmt):
+                    yield from ast.walk(child)
+            yield from import_time_nodes(children)
+
+
+def _call_from(module: Module, node: ast.AST, table: dict[str, str], apis: frozenset[str]) -> Call | None:
+    func, args, keywords = (node.func, node.args, node.keywords) if isinstance(node, ast.Call) else (node, [], [])
+    if isinstance(func, ast.Name) and func.id in apis:
+        return Call(module, node, func.id, None, tuple(args), {k.arg: k.value for k in keywords if k.arg})
+    if isinstance(func, ast.Attribute) and func.attr in apis:
+        receiver = qualified(func.value, table)
+        return Call(module, node, func.attr, receiver, tuple(args), {k.arg: k.value for k in keywords if k.arg})
+    return None
+
+
+def calls(module: Module, apis: frozenset[str] = REGISTRATION_APIS, *, at_import: bool = False) -> list[Call]:
+    """Calls (and bare decorators) of `apis` in `module`; with `at_import`, only those run by importing it."""
+    if module.tree is None:
+        return []
+    table = aliases(module)
+    nodes: list[ast.AST] = list(import_time_nodes(module.tree.body)) if at_import else list(ast.walk(module.tree))
+    decorators = [
+        d
+        for n in ast.walk(module.tree)
+        if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        for d in n.decorator_list
+        if isinstance(d, ast.Attribute)
+    ]
+    candidates = [n for n in nodes if isinstance(n, ast.Call)]
+    candidates += [d for d in decorators if not at_import or d in nodes]
+    found = [c for c in (_call_from(module, n, table, apis) for n in candidates) if c is not None]
+    return sorted(found, key=lambda c: getattr(c.node, "lineno", 0))
+
+
+def all_calls(package: PluginPackage, apis: frozenset[str] = REGISTRATION_APIS) -> list[Call]:
+    return [call for module in package.parsed() for call in calls(module, apis)]
+
+
+def top_level_names(module: Module) -> set[str]:
+    names: set[str] = set()
+    for stmt in module.tree.body if module.tree else ():
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        else:
+            names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
+
+
+def reached_modules(package: PluginPackage, start: list[str]) -> set[str]:
+    """Package modules that importing `start` (and calling what it names) can import: imports at any depth,
+    plus "pkg.mod:attr" / "pkg.mod" strings naming package modules (import_module tables), plus parents."""
+    reached: set[str] = set()
+    pending = list(start)
+    while pending:
+        name = pending.pop()
+        module = package.module_for(name)
+        if module is None or module.name in reached:
+            continue
+        reached.add(module.name)
+        parts = module.name.split(".")
+        pending += [".".join(parts[:i]) for i in range(1, len(parts))]
+        for node in ast.walk(module.tree) if module.tree else ():
+            if isinstance(node, ast.Import):
+                pending += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = resolve_relative(module, node)
+                pending.append(source)
+                pending += [f"{source}.{alias.name}" for alias in node.names if alias.name != "*"]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and package.owns(node.value):
+                candidate = node.value.partition(":")[0]
+                if candidate.replace(".", "").isidentifier():
+                    pending.append(candidate)
+    return {name for name in reached if name in package.modules}
+
+
+def classes(package: PluginPackage) -> Iterator[tuple[Module, ast.ClassDef, list[str]]]:
+    """Every class in the package with the qualified names of its bases."""
+    for module in package.parsed():
+        table = aliases(module)
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.ClassDef):
+                yield module, node, [q for q in (qualified(b, table) for b in node.bases) if q]
+
+
+def function(module: Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for stmt in module.tree.body if module.tree else ():
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return stmt
+    return None
