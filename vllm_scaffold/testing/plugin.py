@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from vllm_scaffold.testing import engine, tiny_model
+from vllm_scaffold.testing.attention import cpu_attention_override  # noqa: F401
 from vllm_scaffold.testing.server import OpenAIServer
 
 CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
