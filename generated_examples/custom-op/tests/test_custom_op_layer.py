@@ -18,7 +18,7 @@ pytest.importorskip("vllm")
 from vllm.config import CompilationConfig, VllmConfig, set_current_vllm_config  # noqa: E402
 from vllm.model_executor.custom_op import op_registry_oot  # noqa: E402
 
-from my_op.custom_op import layer  # noqa: E402
+from my_op.custom_op import kernel, layer  # noqa: E402
 from my_op.custom_op.layer import SiluAndMul  # noqa: E402
 
 REPLACEMENT = layer.MyOpSiluAndMul
@@ -51,10 +51,8 @@ def vllm_config(*custom_ops: str) -> VllmConfig:
 SHAPES = [(1, 2 * 8), (7, 2 * 67), (3, 5, 2 * 255)]
 
 
-CONSTRUCTOR = "SiluAndMul()"  # what LlamaMLP builds
-
-
 def build_in_tree_op() -> SiluAndMul:
+    """What LlamaMLP builds."""
     return SiluAndMul()
 
 
@@ -123,19 +121,11 @@ def test_kernel_path_matches_in_tree_forward_native(
         assert layer.CALLS["triton"] == calls + 1
 
 
-def test_forward_cpu_without_the_interpreter_runs_pytorch(run_python) -> None:
+def test_forward_cpu_without_the_interpreter_runs_pytorch(monkeypatch: pytest.MonkeyPatch) -> None:
     """Triton cannot compile for CPU: without TRITON_INTERPRET=1, forward_cpu is vLLM's PyTorch path."""
-    completed = run_python(
-        "import torch\n"
-        "from vllm.config import VllmConfig, set_current_vllm_config\n"
-        "from my_op.custom_op import kernel, layer\n"
-        "from my_op.custom_op.layer import SiluAndMul\n"
-        "assert not kernel.INTERPRETED\n"
-        "layer.register()\n"
-        "with set_current_vllm_config(VllmConfig()):\n"
-        f"    module = {CONSTRUCTOR}\n"
-        f"module.forward_cpu(torch.randn({SHAPES[0]!r}))\n"
-        "print(dict(layer.CALLS))\n",
-        env={"TRITON_INTERPRET": "0"},
-    )
-    assert completed.stdout.strip().splitlines()[-1] == "{'native': 1}"
+    monkeypatch.setattr(kernel, "INTERPRETED", False)
+    with set_current_vllm_config(vllm_config("all")):
+        module = build_in_tree_op()
+    for args in make_inputs(SHAPES[0], torch.float32):
+        module.forward_cpu(*[a.cpu() for a in args])
+    assert layer.CALLS == {"native": len(make_inputs(SHAPES[0], torch.float32))}
