@@ -1,0 +1,107 @@
+"""In-process offline engines shared by several assertions, and the numbers that compare two engines.
+
+`make_llm` gives each test its own engine; a module that checks several things about the same engines (what a
+layer holds, which kernel ran, how close the outputs are to a reference) starts each engine once instead:
+
+    @pytest.fixture(scope="module")
+    def reference(plugin_site, tiny_llama):
+        with offline_llm(model=str(tiny_llama)) as llm:
+            return prompt_logprobs(llm, PROMPTS)
+
+The functions work in a script started by `run_python` too (tensor parallelism), which is why they are plain
+functions rather than fixtures.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from vllm_scaffold.testing.engine import ENGINE_ENV, TINY_ENGINE_KWARGS
+
+
+@contextmanager
+def offline_llm(**kwargs: Any) -> Iterator[Any]:
+    """An in-process `vllm.LLM` (TINY_ENGINE_KWARGS, overridden by `kwargs`), shut down and freed on exit.
+
+    The engine environment (offline, multiprocessing off) is set for the engine's lifetime only.
+    """
+    saved = {key: os.environ.get(key) for key in ENGINE_ENV}
+    os.environ.update(ENGINE_ENV)
+    llm = None
+    try:
+        from vllm import LLM
+
+        llm = LLM(**{**TINY_ENGINE_KWARGS, **kwargs})
+        yield llm
+    finally:
+        if llm is not None:
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+            gc.collect()
+            cleanup_dist_env_and_memory()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def describe_layers(model: Any) -> dict[str, dict[str, Any]]:
+    """Pass to `LLM.apply_model`: what each layer with a quantize method holds and runs, from inside the worker.
+
+    Per layer: `method` (the quantize method's class), `weight_dtype`, `kernel` (the class of the linear kernel
+    vLLM's selector picked, for methods that use one: `layer.scheme.kernel` for compressed-tensors) and `calls`
+    (a `calls` counter kept by that kernel or method, `{}` when neither keeps one). It lives in an importable
+    module because tensor-parallel workers receive it by reference.
+    """
+    summary: dict[str, dict[str, Any]] = {}
+    for name, module in model.named_modules():
+        method = getattr(module, "quant_method", None)
+        if method is None:
+            continue
+        kernel = getattr(getattr(module, "scheme", None), "kernel", None) or getattr(method, "kernel", None)
+        weight = getattr(module, "weight", None)
+        summary[name] = {
+            "method": type(method).__name__,
+            "weight_dtype": str(weight.dtype) if weight is not None else None,
+            "kernel": type(kernel).__name__ if kernel is not None else None,
+            "calls": dict(getattr(kernel, "calls", None) or getattr(method, "calls", None) or {}),
+        }
+    return summary
+
+
+def prompt_logprobs(llm: Any, prompts: Sequence[str]) -> list[list[float]]:
+    """Teacher-forced log-probability of every prompt token after the first, per prompt.
+
+    One prefill per prompt scores the model on fixed text, so two engines are compared position by position
+    without a sampled token steering one of them elsewhere.
+    """
+    from vllm import SamplingParams
+
+    params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+    scores: list[list[float]] = []
+    for output in llm.generate(list(prompts), params, use_tqdm=False):
+        token_ids = output.prompt_token_ids
+        steps = output.prompt_logprobs[1:]  # the first prompt token has no prediction
+        scores.append([step[token].logprob for token, step in zip(token_ids[1:], steps, strict=True)])
+    return scores
+
+
+def greedy_token_ids(llm: Any, prompts: Sequence[str], max_tokens: int) -> list[list[int]]:
+    """The greedy continuation of each prompt (temperature 0, `max_tokens` tokens)."""
+    from vllm import SamplingParams
+
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
+    return [list(output.outputs[0].token_ids) for output in llm.generate(list(prompts), params, use_tqdm=False)]
+
+
+def max_abs_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> float:
+    """Largest |a - b| over two equally shaped lists of lists (e.g. two `prompt_logprobs` results)."""
+    assert [len(row) for row in a] == [len(row) for row in b], "the two runs scored different token counts"
+    return max((abs(x - y) for row_a, row_b in zip(a, b, strict=True) for x, y in zip(row_a, row_b, strict=True)))
