@@ -215,17 +215,24 @@ def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:
     return False
 
 
+ASYNC_SCHEDULER = "vllm.v1.core.sched.async_scheduler.AsyncScheduler"
+
+
 def schedulers(ctx: Context) -> list[Finding]:
+    found = list(classes(ctx.package))
+    # A class combined with AsyncScheduler elsewhere (class XAsync(X, AsyncScheduler)) has an async variant.
+    with_async_variant = {b.split(".")[-1] for _m, _n, bases in found if ASYNC_SCHEDULER in bases for b in bases}
     findings = []
-    for module, node, bases in classes(ctx.package):
-        if "vllm.v1.core.sched.scheduler.Scheduler" in bases:
+    for module, node, bases in found:
+        if "vllm.v1.core.sched.scheduler.Scheduler" in bases and node.name not in with_async_variant:
             findings.append(
                 warning(
                     "scheduler-not-async",
                     module.where(node),
                     f"{node.name} subclasses Scheduler; vLLM turns async scheduling on by default for generative "
                     "models, and with scheduler_cls set it still sizes the batch queue for it",
-                    "subclass vllm.v1.core.sched.async_scheduler.AsyncScheduler, or run with --no-async-scheduling",
+                    f"subclass {ASYNC_SCHEDULER} (or add class {node.name}Async({node.name}, AsyncScheduler) and "
+                    "pick it when scheduler_config.async_scheduling is on), or run with --no-async-scheduling",
                 )
             )
         if "vllm.v1.core.sched.interface.SchedulerInterface" in bases:

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
@@ -68,7 +69,7 @@ def installed_entry_points(exclude_dist: str | None = None) -> list[InstalledEnt
     exclude = _normalise(exclude_dist) if exclude_dist else None
     seen: set[tuple[str, str, str]] = set()
     found: list[InstalledEntryPoint] = []
-    for dist in importlib.metadata.distributions():
+    for dist in importlib.metadata.distributions(path=_search_path()):
         dist_name = dist.metadata["Name"] or "?"
         if exclude and _normalise(dist_name) == exclude:
             continue
@@ -78,6 +79,12 @@ def installed_entry_points(exclude_dist: str | None = None) -> list[InstalledEnt
                 seen.add(key)
                 found.append(InstalledEntryPoint(dist_name, ep.group, ep.name, ep.value))
     return found
+
+
+def _search_path() -> list[str]:
+    """Where vLLM's processes find distributions: PYTHONPATH first (what they inherit), then this sys.path."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [*extra, *(p for p in sys.path if p not in extra)]
 
 
 def _normalise(name: str) -> str:

@@ -430,6 +430,8 @@ CONFLICT_FIX = {
 
 
 def check_conflicts(own_changes: dict, registries: Registries, baseline: dict, others: list[dict]) -> None:
+    if not set(own_changes) & set(CONFLICTS):
+        return  # nothing another plugin could collide with: do not pay for loading them
     for ep in others:
         registries.restore(baseline)
         before = registries.capture()

@@ -62,7 +62,9 @@ def diagnose(
 
         probe_started = time.perf_counter()
         try:
-            report.add(live_findings(ctx, use_cache=use_cache))
+            static_places = {(f.code, f.where) for f in report.findings}
+            # the probe confirms some static findings (a missing target fails to load too): keep the static one
+            report.add([f for f in live_findings(ctx, use_cache=use_cache) if (f.code, f.where) not in static_places])
             report.live = "on"
         except ProbeFailed as failure:
             report.live = f"failed: {failure}"

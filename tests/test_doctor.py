@@ -1,0 +1,209 @@
+"""`vllm-scaffold doctor`: each fixture package reports exactly its pitfall; clean plugins report no error.
+
+tests/fixtures/doctor/<code>/ is a small plugin package broken in exactly one way. Static expectations run
+with the live probe off (fast); the fixtures of live checks, the hand-written clean plugin and a fresh package
+of every templated seam also run through the live probe, whose results are cached by content under
+VLLM_SCAFFOLD_CACHE, so a second run of this module only pays for what changed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.doctor import installed
+from vllm_scaffold.doctor.findings import Report, Severity
+from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.scaffold import new_package
+from vllm_scaffold.testing.engine import install_privately
+
+FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+DOCTOR_SOURCE = Path(__file__).parents[1] / "vllm_scaffold" / "doctor"
+DOCS = Path(__file__).parents[1] / "docs" / "doctor.md"
+
+# The VLLM_PLUGINS value each allow-list fixture is checked with (every other fixture: unset).
+PLUGINS = {
+    "plugins-empty": "",
+    "plugins-whitespace": "fx_plugins_whitespace, lora_filesystem_resolver",
+    "plugins-unknown-name": "fx_plugins_unknown_name,lora_filesystem_resolver,lora_hf_hub_resolver,lora_resolver",
+    "plugins-excludes-package": "lora_filesystem_resolver,lora_hf_hub_resolver",
+    "plugins-drops-installed": "fx_plugins_drops_installed",
+}
+# Findings a fixture must show besides its own code (a space after the comma also drops the plugin named).
+ALSO = {"plugins-whitespace": {"plugins-drops-installed"}}
+# Fixtures whose pitfall only the live probe can see.
+LIVE_ONLY = {
+    "ep-import-fails",
+    "ep-object-mismatch",
+    "general-plugin-raises",
+    "general-plugin-not-idempotent",
+    "attention-backend-conflict",
+    "custom-op-conflict",
+    "quant-linear-method-none",
+    "linear-kernel-shadowed",
+    "linear-kernel-other-platform",
+    "logits-runner-mismatch",
+    "logits-argmax-claim",
+    "import-cost-torch",
+    "import-cost-cuda",
+}
+# Fixtures checked against other installed plugins (tests/fixtures/doctor/_installed, put on PYTHONPATH).
+NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict"}
+# Static fixtures also run live, to show the probe adds nothing to a pitfall it cannot see.
+LIVE_TOO = {"ep-target-missing", "registration-outside-general-plugin"}
+
+BROKEN = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean")
+STATIC = [name for name in BROKEN if name not in LIVE_ONLY]
+TEMPLATED = [seam.key for seam in load_catalog().values() if seam.has_template]
+
+
+@pytest.fixture(autouse=True)
+def _probe_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same answers on every machine: allow-list unset, the V1 model runner, no kernels disabled."""
+    monkeypatch.delenv("VLLM_PLUGINS", raising=False)
+    monkeypatch.delenv("VLLM_DISABLED_KERNELS", raising=False)
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
+
+
+@pytest.fixture(scope="session")
+def other_plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugins of tests/fixtures/doctor/_installed, installed privately into one directory."""
+    site = tmp_path_factory.mktemp("other-plugins")
+    for package in sorted((FIXTURES / "_installed").iterdir()):
+        install_privately(package, site)
+    return site
+
+
+def _diagnose(name: str, *, live: bool) -> Report:
+    return diagnose(FIXTURES / name, live=live, vllm_plugins=PLUGINS.get(name))
+
+
+def _summary(report: Report) -> str:
+    return "\n".join(f"{f.severity.value} {f.code} {f.where}: {f.message}" for f in report.findings) or "none"
+
+
+@pytest.mark.parametrize("name", STATIC)
+def test_static_check_reports_exactly_its_code(name: str) -> None:
+    report = _diagnose(name, live=False)
+    assert report.codes == {name} | ALSO.get(name, set()), _summary(report)
+    assert report.live == "off"
+
+
+@pytest.mark.parametrize("name", sorted(LIVE_ONLY | LIVE_TOO))
+def test_live_probe_reports_exactly_its_code(name: str, other_plugins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if name in NEEDS_OTHERS:
+        monkeypatch.setenv(
+            "PYTHONPATH", os.pathsep.join(filter(None, [str(other_plugins), os.environ.get("PYTHONPATH")]))
+        )
+    report = _diagnose(name, live=True)
+    assert report.live == "on", report.live
+    assert report.codes == {name}, _summary(report)
+
+
+@pytest.mark.parametrize("name", sorted(LIVE_ONLY - NEEDS_OTHERS))
+def test_live_fixture_is_clean_without_the_probe(name: str) -> None:
+    """The static checks do not guess at what only the probe can observe."""
+    report = _diagnose(name, live=False)
+    assert not report.findings, _summary(report)
+
+
+def test_conflicts_need_a_second_plugin() -> None:
+    """Alone in the environment, claiming CUSTOM or replacing RMSNorm is fine."""
+    for name in sorted(NEEDS_OTHERS):
+        report = _diagnose(name, live=True)
+        assert report.live == "on" and not report.findings, _summary(report)
+
+
+def test_hand_written_clean_plugin_has_no_findings() -> None:
+    report = _diagnose("clean", live=True)
+    assert report.live == "on", report.live
+    assert not report.findings, _summary(report)
+
+
+@pytest.mark.parametrize("seam", TEMPLATED)
+def test_generated_package_has_no_error(seam: str, tmp_path: Path) -> None:
+    name = "dr_" + seam.replace("-", "_")
+    root = new_package(seam, name, tmp_path / name, {}, interactive=False, dry_run=False).root
+    report = diagnose(root, live=True)
+    assert report.live == "on", report.live
+    errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    assert not errors, _summary(report)
+
+
+def _environment_state() -> tuple[object, ...]:
+    site_packages = Path(installed.installed_vllm().source or sys.prefix).parent
+    distributions = sorted((d.metadata["Name"] or "", d.version) for d in importlib.metadata.distributions())
+    return (
+        list(sys.path),
+        dict(os.environ),
+        distributions,
+        sorted(p.name for p in site_packages.iterdir()),
+        sorted(m for m in sys.modules if m.startswith("fx_")),
+        sorted(p.name for p in (FIXTURES / "clean").rglob("*")),
+    )
+
+
+def test_live_probe_leaves_the_environment_alone() -> None:
+    before = _environment_state()
+    report = diagnose(FIXTURES / "clean", live=True, use_cache=False)
+    assert report.live == "on", report.live
+    assert _environment_state() == before
+
+
+def test_cli_json_and_exit_codes(cli) -> None:
+    broken = cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--json")
+    assert broken.exit_code == 1, broken.output
+    data = json.loads(broken.output)
+    assert [f["code"] for f in data["findings"]] == ["kv-connector-name-taken"]
+    assert set(data["findings"][0]) == {"severity", "code", "where", "message", "fix"}
+    assert data["findings"][0]["where"].endswith("plugin.py:19")
+
+    warned = cli("doctor", str(FIXTURES / "scheduler-not-async"), "--no-live")
+    assert warned.exit_code == 0, warned.output
+    assert "scheduler-not-async" in warned.output and "warning" in warned.output
+
+    clean = cli("doctor", str(FIXTURES / "clean"), "--no-live")
+    assert clean.exit_code == 0 and "no findings" in clean.output
+
+
+def test_cli_plugins_option_overrides_the_environment(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_PLUGINS", "fx_plugins_empty")
+    assert cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live").exit_code == 0
+    result = cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live", "--plugins", "", "--json")
+    assert result.exit_code == 1
+    assert [f["code"] for f in json.loads(result.output)["findings"]] == ["plugins-empty"]
+
+
+def test_cli_rejects_a_directory_without_pyproject(cli, tmp_path: Path) -> None:
+    result = cli("doctor", str(tmp_path), "--no-live")
+    assert result.exit_code == 2
+    assert "no pyproject.toml" in result.output
+
+
+def _emitted_codes() -> set[str]:
+    codes: set[str] = set()
+    for path in DOCTOR_SOURCE.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        codes |= set(re.findall(r'(?:error|warning|info)\(\s*"([a-z0-9-]+)"', text))
+        codes |= set(re.findall(r'report\(\s*"(?:error|warning|info)",\s*"([a-z0-9-]+)"', text))
+        codes |= set(re.findall(r'\(\s*"([a-z0-9-]+)",\s*"[^"]*\{key\}', text))
+    return codes
+
+
+def test_every_code_has_a_fixture_and_a_documented_example() -> None:
+    codes = _emitted_codes()
+    assert codes == set(BROKEN), (
+        f"codes without a fixture: {codes - set(BROKEN)}; fixtures without a code: {set(BROKEN) - codes}"
+    )
+    text = DOCS.read_text(encoding="utf-8")
+    for code in codes:
+        section = text.partition(f"### `{code}`")[2].partition("\n### ")[0]
+        assert section, f"docs/doctor.md has no section for {code}"
+        assert "```" in section, f"docs/doctor.md shows no example for {code}"
