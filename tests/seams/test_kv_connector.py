@@ -1,0 +1,58 @@
+"""The kv-connector template: its question, its registration, and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+
+@pytest.fixture
+def host(cli, tmp_path: Path) -> Path:
+    assert cli("new", "general-plugin", "host", "--defaults", "--dest", str(tmp_path / "host")).exit_code == 0
+    return tmp_path / "host"
+
+
+def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
+    done = cli("add", "kv-connector", "disk_kv", "--data", "connector_name=HostDiskConnector", cwd=host)
+    assert done.exit_code == 0, done.output
+    connector = (host / "src/host/disk_kv/connector.py").read_text()
+    assert "class HostDiskConnector(KVConnectorBase_V1):" in connector
+    assert "class HostDiskConnectorMetadata(KVConnectorMetadata):" in connector
+    registration = (host / "src/host/disk_kv/registration.py").read_text()
+    assert 'CONNECTOR_NAME = "HostDiskConnector"' in registration
+    assert 'MODULE_PATH = "host.disk_kv.connector"' in registration
+    # The name must be known in every vLLM process: the general plugin runs the registration.
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and '"host.disk_kv.registration:register"' in plugin
+    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "kv-connector"]
+    assert manifest[1]["object"] == "host.disk_kv.connector:HostDiskConnector"
+    assert '"kv_connector": "HostDiskConnector"' in manifest[1]["enable"][0]
+    assert '"kv_connector_module_path": "host.disk_kv.connector"' in manifest[1]["enable"][1]
+
+
+def test_default_name_follows_the_component(cli, host: Path) -> None:
+    assert cli("add", "kv-connector", "disk_kv", cwd=host).exit_code == 0
+    assert "class DiskKvConnector(KVConnectorBase_V1):" in (host / "src/host/disk_kv/connector.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("connector_name=disk_connector", "connector_name must be a class name"),
+        ("connector_name=NixlConnector", "connector_name NixlConnector is registered by vLLM itself"),
+        ("connector_name=ExampleConnector", "connector_name ExampleConnector is registered by vLLM itself"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
+    cli, host: Path, answer: str, message: str
+) -> None:
+    before = snapshot(host)
+    done = cli("add", "kv-connector", "disk_kv", "--data", answer, cwd=host)
+    assert done.exit_code == 2
+    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert snapshot(host) == before

@@ -1,0 +1,55 @@
+"""The scheduler template: its questions, the class path it advertises, and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+
+@pytest.fixture
+def host(cli, tmp_path: Path) -> Path:
+    assert cli("new", "general-plugin", "host", "--defaults", "--dest", str(tmp_path / "host")).exit_code == 0
+    return tmp_path / "host"
+
+
+def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
+    answers = ["--data", "priority_key=urgency", "--data", "max_wait_s=2.5"]
+    done = cli("add", "scheduler", "prio", *answers, cwd=host)
+    assert done.exit_code == 0, done.output
+    queue = (host / "src/host/prio/queue.py").read_text()
+    policy = (host / "src/host/prio/policy.py").read_text()
+    assert 'PRIORITY_KEY = "urgency"' in queue and "max_wait_s: float = 2.5" in queue
+    assert "class PrioScheduler(Scheduler):" in policy
+    assert "class PrioAsyncScheduler(PrioScheduler, AsyncScheduler):" in policy
+    assert 'SETTINGS_KEY = "prio"' in policy and "DEFAULT_MAX_WAIT_S = 2.5" in policy
+    # A scheduler is selected by path, so the general plugin gains no registration.
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and "prio" not in plugin
+    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "scheduler"]
+    assert manifest[1]["object"] == "host.prio.policy.PrioScheduler"
+    assert manifest[1]["enable"][0] == "--scheduler-cls host.prio.policy.PrioScheduler"
+    assert '{"urgency": N}' in manifest[1]["enable"][1]
+    assert "--scheduler-cls host.prio.policy.PrioScheduler" in (host / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("priority_key=not-an-identifier", "priority_key must be an identifier"),
+        ("max_wait_s=0", "max_wait_s must be a positive number of seconds"),
+        ("max_wait_s=-3", "max_wait_s must be a positive number of seconds"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
+    cli, host: Path, answer: str, message: str
+) -> None:
+    before = snapshot(host)
+    done = cli("add", "scheduler", "prio", "--data", answer, cwd=host)
+    assert done.exit_code == 2
+    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert snapshot(host) == before
