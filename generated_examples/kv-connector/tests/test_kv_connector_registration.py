@@ -1,4 +1,4 @@
-"""How vLLM finds MyKvConnector: the general plugin's registration, the module-path route, name clashes."""
+"""How vLLM finds the connector: the general plugin's registration, the module-path route, name clashes."""
 
 from __future__ import annotations
 

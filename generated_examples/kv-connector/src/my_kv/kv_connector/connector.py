@@ -1,4 +1,4 @@
-"""MyKvConnector: a vLLM KV connector that saves prompt-prefix KV blocks to local disk and loads them back.
+"""A vLLM KV connector that saves prompt-prefix KV blocks to local disk and loads them back.
 
 vLLM imports this module in three places once `kv_transfer_config.kv_connector` is "MyKvConnector"
 (registered by `registration.register()` from the package's general plugin in every process):
