@@ -3,25 +3,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-
-CLI = [sys.executable, "-m", "vllm_scaffold"]
-
-
-def scaffold(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, check=False)
+from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
 
 
 @pytest.fixture
 def host(tmp_path: Path) -> Path:
-    assert scaffold("new", "general-plugin", "host", "--defaults", "--dest", "host", cwd=tmp_path).returncode == 0
-    return tmp_path / "host"
+    return general_plugin_host(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -33,12 +24,7 @@ def host(tmp_path: Path) -> Path:
     ],
 )
 def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
-    before = {p.relative_to(host): p.read_bytes() for p in host.rglob("*") if p.is_file()}
-    done = scaffold("add", "logits-processor", "only", "--data", answer, cwd=host)
-    assert done.returncode == 2
-    text = (done.stderr + done.stdout).strip()
-    assert message in text and len(text.splitlines()) == 1, text
-    assert {p.relative_to(host): p.read_bytes() for p in host.rglob("*") if p.is_file()} == before
+    assert_refused(host, ["logits-processor", "only", "--data", answer], message)
 
 
 def add_list_variant(host: Path) -> None:
@@ -62,22 +48,15 @@ def test_add_the_list_variant_next_to_a_general_plugin(host: Path) -> None:
     assert "class OnlyLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):" in processor
     mine = ["src/host/only", "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py",
             "benchmarks/only_masking.py"]  # fmt: skip
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", *mine], cwd=host, capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert_lint_clean(host, *mine)
 
 
 @pytest.mark.engine
 def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
     """The list variant in the engine (the default is covered by the golden package's own run)."""
     add_list_variant(host)
-    env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache"))}
-    env.pop("PYTHONPATH", None)
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "tests/test_vllm_plugin.py",
+    run_package_tests(
+        host, tmp_path / "cache", "tests/test_vllm_plugin.py",
          "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py",
-         "-k", "not multiprocessing and not http"],
-        cwd=host, env=env, capture_output=True, text=True, timeout=1800, check=False,
+         "-k", "not multiprocessing and not http"
     )  # fmt: skip
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output[-12000:]
-    assert " passed" in output.strip().splitlines()[-1]

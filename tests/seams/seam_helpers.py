@@ -1,0 +1,53 @@
+"""Helpers for the per-seam tests: run the CLI, make a host package, check a refused answer, run a package's tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "vllm_scaffold"]
+
+
+def scaffold(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def general_plugin_host(tmp_path: Path) -> Path:
+    """A package made by `new general-plugin host`, to `add` components into."""
+    assert scaffold("new", "general-plugin", "host", "--defaults", "--dest", "host", cwd=tmp_path).returncode == 0
+    return tmp_path / "host"
+
+
+def files(root: Path) -> dict[Path, bytes]:
+    return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def assert_refused(host: Path, args: list[str], message: str) -> None:
+    """`add ARGS` exits 2 with a one-line message containing `message` and leaves `host` as it was."""
+    before = files(host)
+    done = scaffold("add", *args, cwd=host)
+    assert done.returncode == 2
+    text = (done.stderr + done.stdout).strip()
+    assert message in text and len(text.splitlines()) == 1, text
+    assert files(host) == before
+
+
+def assert_lint_clean(package: Path, *paths: str) -> None:
+    """`ruff check PATHS` with the package's own configuration."""
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", *paths], cwd=package, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def run_package_tests(package: Path, cache: Path, *pytest_args: str) -> None:
+    """`python -m pytest -x PYTEST_ARGS` in `package`, as its author would run it; fails with the output tail."""
+    env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(cache))}
+    env.pop("PYTHONPATH", None)
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *pytest_args],
+        cwd=package, env=env, capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output[-12000:]
+    assert " passed" in output.strip().splitlines()[-1]

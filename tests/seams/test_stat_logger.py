@@ -1,0 +1,56 @@
+"""The stat-logger template: its questions, and `add` next to a general plugin (both components' tests pass)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    return general_plugin_host(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("path_env=stats_file", "must be an upper-case environment variable name such as HOST_USAGE_FILE"),
+        ("path_env=VLLM_STATS_FILE", "is in vLLM's own VLLM_ namespace"),
+        ("default_path= ", "default_path must not be empty"),
+        ('default_path=a"b.jsonl', "contains a quote, a backslash or a line break"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
+    assert_refused(host, ["stat-logger", "usage", "--data", answer], message)
+
+
+def add_usage(host: Path) -> None:
+    answers = ["--data", "path_env=HOST_USAGE_LOG", "--data", "default_path=/tmp/host-usage.jsonl"]
+    done = scaffold("add", "stat-logger", "usage", *answers, cwd=host)
+    assert done.returncode == 0, done.stderr
+
+
+def test_add_with_answers_next_to_a_general_plugin(host: Path) -> None:
+    add_usage(host)
+    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["vllm.stat_logger_plugins"] == {
+        "usage": "host.usage.logger:UsageStatLogger"
+    }
+    manifest = pyproject["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "stat-logger"]
+    assert "$HOST_USAGE_LOG" in manifest[1]["enable"][0] and "'usage'" in manifest[1]["enable"][0]
+    logger = (host / "src/host/usage/logger.py").read_text()
+    assert 'PATH_ENV = "HOST_USAGE_LOG"' in logger and 'DEFAULT_PATH = "/tmp/host-usage.jsonl"' in logger
+    assert_lint_clean(host, "src/host/usage", "tests/test_usage_logger.py")
+
+
+@pytest.mark.engine
+def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
+    add_usage(host)
+    run_package_tests(
+        host, tmp_path / "cache", "tests/test_vllm_plugin.py",
+         "tests/test_usage_logger.py"
+    )  # fmt: skip
