@@ -1,0 +1,56 @@
+"""The endpoint template: its route-prefix question, and `add` next to a general plugin (both components' tests
+pass against the real server)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    return general_plugin_host(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("route_prefix=admin", "must start with '/' and hold lower-case path segments"),
+        ("route_prefix=/Admin/", "must start with '/' and hold lower-case path segments"),
+        ("route_prefix=/v1/mine", "is inside a path vLLM's server already uses"),
+        ("route_prefix=/health", "is inside a path vLLM's server already uses"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
+    assert_refused(host, ["endpoint", "admin", "--data", answer], message)
+
+
+def add_admin(host: Path) -> None:
+    done = scaffold("add", "endpoint", "admin", "--data", "route_prefix=/ops/admin", cwd=host)
+    assert done.returncode == 0, done.stderr
+
+
+def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:
+    add_admin(host)
+    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["vllm.endpoint_plugins"] == {"admin": "host.admin.plugin:AdminEndpoint"}
+    manifest = pyproject["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "endpoint"]
+    assert "'admin'" in manifest[1]["enable"][0] and "'host'" in manifest[1]["enable"][0]
+    assert 'PREFIX = "/ops/admin"' in (host / "src/host/admin/plugin.py").read_text()
+    # Naming only the endpoint would drop the general plugin: the page and the tests name both.
+    assert "VLLM_PLUGINS=host,admin vllm serve" in (host / "docs/admin.md").read_text()
+    assert 'VLLM_PLUGINS = "host,admin"' in (host / "tests/test_admin_server.py").read_text()
+    assert_lint_clean(host, "src/host/admin", "tests/test_admin_server.py")
+
+
+@pytest.mark.engine
+def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
+    add_admin(host)
+    run_package_tests(
+        host, tmp_path / "cache", "tests/test_vllm_plugin.py",
+         "tests/test_admin_server.py"
+    )  # fmt: skip
