@@ -64,12 +64,12 @@ def installed_vllm() -> InstalledVllm:
     return InstalledVllm(None, None, source)
 
 
-def installed_entry_points(exclude_dist: str | None = None) -> list[InstalledEntryPoint]:
-    """Every `vllm.*` entry point of every installed distribution (PYTHONPATH included), once each."""
+def installed_entry_points(exclude_dist: str | None = None, pythonpath: str | None = None) -> list[InstalledEntryPoint]:
+    """Every `vllm.*` entry point of every installed distribution (`pythonpath` included), once each."""
     exclude = _normalise(exclude_dist) if exclude_dist else None
     seen: set[tuple[str, str, str]] = set()
     found: list[InstalledEntryPoint] = []
-    for dist in importlib.metadata.distributions(path=_search_path()):
+    for dist in importlib.metadata.distributions(path=_search_path(pythonpath)):
         dist_name = dist.metadata["Name"] or "?"
         if exclude and _normalise(dist_name) == exclude:
             continue
@@ -81,9 +81,9 @@ def installed_entry_points(exclude_dist: str | None = None) -> list[InstalledEnt
     return found
 
 
-def _search_path() -> list[str]:
-    """Where vLLM's processes find distributions: PYTHONPATH first (what they inherit), then this sys.path."""
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+def _search_path(pythonpath: str | None) -> list[str]:
+    """Where vLLM's processes find distributions: their PYTHONPATH first, then this sys.path."""
+    extra = [p for p in (pythonpath or "").split(os.pathsep) if p]
     return [*extra, *(p for p in sys.path if p not in extra)]
 
 
@@ -226,9 +226,16 @@ def in_tree_custom_ops() -> dict[str, str]:
     if cached.is_file():
         return json.loads(cached.read_text(encoding="utf-8"))
     ops = _scan_custom_ops(vllm.source)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps(ops), encoding="utf-8")
+    write_atomically(cached, json.dumps(ops))
     return ops
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Concurrent doctor runs share the cache: a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{id(text)}")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 def _scan_custom_ops(source: Path) -> dict[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding
-from vllm_scaffold.doctor.installed import GROUPS, cache_dir
+from vllm_scaffold.doctor.installed import GROUPS, cache_dir, write_atomically
 from vllm_scaffold.doctor.source import all_calls
 
 SCRIPT = Path(__file__).with_name("probe_script.py")
@@ -38,15 +38,15 @@ def _fingerprint(ctx: Context) -> str:
         digest.update(module.name.encode())
         digest.update(module.path.read_bytes())
     digest.update(repr((ctx.vllm, sorted(map(repr, ctx.others)))).encode())
-    digest.update(repr([os.environ.get(name) for name in _RELEVANT_ENV]).encode())
+    digest.update(repr([ctx.environ.get(name) for name in _RELEVANT_ENV]).encode())
     digest.update(SCRIPT.read_bytes())
     return digest.hexdigest()[:24]
 
 
-def _probe_environment(site: Path) -> dict[str, str]:
-    from vllm_scaffold.testing.engine import engine_environment
+def _probe_environment(ctx: Context, site: Path) -> dict[str, str]:
+    from vllm_scaffold.testing.engine import ENGINE_ENV
 
-    env = engine_environment()
+    env = {**ctx.environ, **ENGINE_ENV}
     env.pop("VLLM_PLUGINS", None)  # the probe loads this package's plugins explicitly, whatever the allow-list
     env["PYTHONPATH"] = os.pathsep.join([str(site), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
     return env
@@ -60,7 +60,7 @@ def _run(mode: str, ctx: Context, own: list[dict[str, str]], env: dict[str, str]
     )
     try:
         completed = subprocess.run(
-            [sys.executable, str(SCRIPT), str(request), str(result)],
+            [sys.executable, "-m", "vllm_scaffold.doctor.probe_script", str(request), str(result)],
             env=env,
             cwd=work,
             capture_output=True,
@@ -91,8 +91,7 @@ def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
             install_privately(ctx.package.root, work / "site")
         except RuntimeError as error:
             raise ProbeFailed(str(error)) from None
-        env = _probe_environment(work / "site")
+        env = _probe_environment(ctx, work / "site")
         findings = _run("imports", ctx, own, env, work) + _run("registry", ctx, own, env, work)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps([f.as_json() for f in findings]), encoding="utf-8")
+    write_atomically(cached, json.dumps([f.as_json() for f in findings]))
     return findings

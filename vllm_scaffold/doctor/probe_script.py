@@ -1,7 +1,9 @@
-"""The live probe, run by `vllm_scaffold.doctor.probe` in a fresh interpreter: `python probe_script.py IN OUT`.
+"""The live probe, run by `vllm_scaffold.doctor.probe` in a fresh interpreter:
+`python -m vllm_scaffold.doctor.probe_script IN OUT`.
 
-Self-contained (standard library, and vLLM once imported): the only plugin package added to this interpreter
-is the one under test, installed privately and put on PYTHONPATH. Mode "imports" imports the package's
+It imports the standard library, vLLM and the group names of vllm_scaffold.doctor.installed (which imports
+nothing else); the only plugin package added to this interpreter is the one under test, installed privately
+and put on PYTHONPATH. Mode "imports" imports the package's
 entry-point modules before anything else and reports what that costs (torch, CUDA initialisation). Mode
 "registry" imports vLLM's registries, then loads and calls the package's plugins and every other installed
 general plugin one at a time, diffing the registries around each call. Findings go to OUT as JSON.
@@ -18,12 +20,8 @@ import re
 import sys
 from types import SimpleNamespace
 
-GENERAL = "vllm.general_plugins"
-PLATFORM = "vllm.platform_plugins"
-IO_PROCESSOR = "vllm.io_processor_plugins"
-STAT_LOGGER = "vllm.stat_logger_plugins"
-ENDPOINT = "vllm.endpoint_plugins"
-LOGITS = "vllm.logits_processors"
+from vllm_scaffold.doctor.installed import ENDPOINT, GENERAL, IO_PROCESSOR, LOGITS, PLATFORM, STAT_LOGGER
+
 EVERY_PROCESS = (GENERAL, PLATFORM)
 V1_BASE = "vllm.v1.sample.logits_processor.LogitsProcessor"
 V2_BASE = "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor"
@@ -336,6 +334,37 @@ def check_argmax_claim(ep: dict[str, str], cls) -> None:
         )
 
 
+ENDPOINT_MEMBERS = ("name", "required_tasks", "attach_router", "init_state")
+
+
+def check_endpoint(ep: dict[str, str], factory) -> None:
+    """vLLM calls the factory and uses the result as an EndpointPlugin without an isinstance check."""
+    try:
+        plugin = factory()
+    except Exception as error:  # noqa: BLE001 - vLLM logs this and skips the plugin
+        problem = f"calling the factory raises {describe(error)}; vLLM logs it and skips the plugin"
+    else:
+        missing = [member for member in ENDPOINT_MEMBERS if not hasattr(plugin, member)]
+        problem = f"the object it returns has no {', '.join(missing)}" if missing else None
+        if not missing and plugin.name != ep["name"]:
+            report(
+                "warning",
+                "endpoint-name-mismatch",
+                where(ep),
+                f"the plugin calls itself '{plugin.name}' but VLLM_PLUGINS must name the entry point "
+                f"'{ep['name']}'; vLLM's logs show the former",
+                f"set name = \"{ep['name']}\" (or rename the entry point to '{plugin.name}')",
+            )
+    if problem:
+        report(
+            "error",
+            "ep-object-mismatch",
+            where(ep),
+            f"the object does not fit {ENDPOINT}: {problem}",
+            "return an object with name, required_tasks, attach_router(app) and async init_state(...)",
+        )
+
+
 def check_quantization(name: str, config_cls) -> None:
     from vllm.model_executor.layers.linear import ReplicatedLinear
 
@@ -487,6 +516,8 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
             )
         elif group == LOGITS:
             check_logits_processor(ep, obj)
+        elif group == ENDPOINT:
+            check_endpoint(ep, obj)
     own_changes = Registries.diff(baseline, registries.capture())  # registrations made at import
     for (name, group), obj in objects.items():
         if group != GENERAL or object_fits({"group": group}, obj):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from vllm_scaffold.doctor import checks_code, checks_metadata
@@ -37,14 +37,20 @@ _UNSET = object()
 
 
 def diagnose(
-    root: Path, *, live: bool | None = None, vllm_plugins: str | None | object = _UNSET, use_cache: bool = True
+    root: Path,
+    *,
+    live: bool | None = None,
+    vllm_plugins: str | None | object = _UNSET,
+    environ: Mapping[str, str] | None = None,
+    use_cache: bool = True,
 ) -> Report:
-    """Runs every check on the package at `root`. `live=None` probes when vLLM is installed; `vllm_plugins`
-    defaults to the VLLM_PLUGINS of this environment (None: unset)."""
+    """Runs every check on the package at `root`. `live=None` probes when vLLM is installed. `environ` is the
+    environment vLLM would run in (default: this one); `vllm_plugins` defaults to its VLLM_PLUGINS."""
     started = time.perf_counter()
     package = PluginPackage.load(root)
-    plugins = os.environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
-    ctx = Context.build(package, plugins)  # type: ignore[arg-type]
+    environ = dict(os.environ if environ is None else environ)
+    plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
+    ctx = Context.build(package, plugins, environ)  # type: ignore[arg-type]
     report = Report(package=package.dist_name, vllm=f"{ctx.vllm.distribution} {ctx.vllm.version}")
     report.add(_syntax_errors(package))
     for check in STATIC_CHECKS:

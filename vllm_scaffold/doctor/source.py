@@ -47,8 +47,22 @@ class Call:
         return self.args[position] if len(self.args) > position else None
 
     def constant(self, position: int, keyword: str) -> str | None:
+        """The argument's string value: a literal, or a name bound to one at the module's top level."""
         value = self.argument(position, keyword)
+        if isinstance(value, ast.Name):
+            return string_constants(self.module).get(value.id)
         return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
+def string_constants(module: Module) -> dict[str, str]:
+    """NAME -> value for every top-level `NAME = "literal"` (and annotated form) in the module."""
+    constants: dict[str, str] = {}
+    for stmt in module.tree.body if module.tree else ():
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        value = getattr(stmt, "value", None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            constants.update((t.id, value.value) for t in targets if isinstance(t, ast.Name))
+    return constants
 
 
 def resolve_relative(module: Module, node: ast.ImportFrom) -> str:
