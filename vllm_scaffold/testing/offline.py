@@ -1,55 +1,16 @@
-"""In-process offline engines shared by several assertions, and the numbers that compare two engines.
+"""What a quantized engine holds and how close its outputs are to a reference engine's.
 
-`make_llm` gives each test its own engine; a module that checks several things about the same engines (what a
-layer holds, which kernel ran, how close the outputs are to a reference) starts each engine once instead:
+For an `LLM` from `make_llm` / `module_llm`, or one built in a script started by `run_python` (tensor
+parallelism), which is why these are plain functions rather than fixtures:
 
-    @pytest.fixture(scope="module")
-    def reference(plugin_site, tiny_llama):
-        with offline_llm(model=str(tiny_llama)) as llm:
-            return prompt_logprobs(llm, PROMPTS)
-
-The functions work in a script started by `run_python` too (tensor parallelism), which is why they are plain
-functions rather than fixtures.
+    layers = llm.apply_model(describe_layers)[0]          # per layer: method, weight dtype, kernel, calls
+    difference = max_abs_difference(prompt_logprobs(llm, PROMPTS), prompt_logprobs(reference, PROMPTS))
 """
 
 from __future__ import annotations
 
-import gc
-import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
-
-from vllm_scaffold.testing.engine import ENGINE_ENV, TINY_ENGINE_KWARGS
-
-
-@contextmanager
-def offline_llm(**kwargs: Any) -> Iterator[Any]:
-    """An in-process `vllm.LLM` (TINY_ENGINE_KWARGS, overridden by `kwargs`), shut down and freed on exit.
-
-    The engine environment (offline, multiprocessing off) is set for the engine's lifetime only.
-    """
-    saved = {key: os.environ.get(key) for key in ENGINE_ENV}
-    os.environ.update(ENGINE_ENV)
-    llm = None
-    try:
-        from vllm import LLM
-
-        llm = LLM(**{**TINY_ENGINE_KWARGS, **kwargs})
-        yield llm
-    finally:
-        if llm is not None:
-            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-            llm.llm_engine.engine_core.shutdown()
-            del llm
-            gc.collect()
-            cleanup_dist_env_and_memory()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def describe_layers(model: Any) -> dict[str, dict[str, Any]]:
