@@ -42,9 +42,9 @@ def _silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     d = x.shape[-1] // 2
     rows = x.reshape(-1, x.shape[-1]).contiguous()
     out = torch.empty((rows.shape[0], d), dtype=x.dtype, device=x.device)
-    if rows.shape[0] > 0 and d > 0:
-        grid = (rows.shape[0], triton.cdiv(d, BLOCK_D))
-        wrap_triton(_silu_and_mul_kernel)[grid](rows, out, d, rows.stride(0), out.stride(0), BLOCK_D=BLOCK_D)
+    # No branch on the token count: under torch.compile it is symbolic, and a branch would add a guard.
+    grid = (rows.shape[0], triton.cdiv(d, BLOCK_D))
+    wrap_triton(_silu_and_mul_kernel)[grid](rows, out, d, rows.stride(0), out.stride(0), BLOCK_D=BLOCK_D)
     return out.reshape(*x.shape[:-1], d)
 
 
