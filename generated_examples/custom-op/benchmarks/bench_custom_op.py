@@ -8,8 +8,9 @@ On CUDA: for token counts 1, 64 and 4096 and hidden sizes 4096 and 14336 it time
 triton.testing.do_bench and prints GB/s (bytes the op must read and write / time) and the share of the
 device's peak memory bandwidth. The baseline is the in-tree op as an enabled vLLM CustomOp runs it
 (forward_cuda) when vLLM is installed, else the eager PyTorch reference (forward_native's math).
-On CPU the kernel runs in the Triton interpreter (TRITON_INTERPRET=1 is set here): the table then uses small
-shapes and its timings only show that the op runs, nothing about the kernel's speed.
+Every row first checks the Triton op against the PyTorch reference. On CPU the kernel runs in the Triton
+interpreter (TRITON_INTERPRET=1 is set here): the table then uses small shapes and only shows that the op runs
+and agrees, nothing about the kernel's speed.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def main() -> None:
     print(f"# my_op (SiluAndMul) on {device}, {args.dtype}, peak {f'{peak:.0f} GB/s' if peak else 'unknown'}")
     print(f"# baseline: {baseline}")
     if not CUDA:
-        print("# interpreter timings: they show that the op runs, not how fast the kernel is")
+        print("# interpreter timings: they show that the op runs and agrees, not how fast the kernel is")
     print("| variant | tokens | hidden | Triton GB/s | Triton % peak | base GB/s | base % peak | speed-up |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for variant, case in VARIANTS.items():
@@ -134,6 +135,10 @@ def main() -> None:
             for tokens in TOKENS:
                 inputs = case.make_args(tokens, hidden, dtype)
                 moved = case.bytes_moved(tokens, hidden, dtype)
+                tolerance = 1e-5 if dtype == torch.float32 else 5e-2
+                torch.testing.assert_close(
+                    case.triton(*inputs), case.reference(*inputs), atol=tolerance, rtol=tolerance
+                )
                 ours = seconds(lambda: case.triton(*inputs))  # noqa: B023
                 theirs = seconds(lambda: base_fn(*inputs))  # noqa: B023
                 rates = [moved / t / 1e9 for t in (ours, theirs)]
