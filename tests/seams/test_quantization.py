@@ -1,0 +1,71 @@
+"""The quantization template: its questions against vLLM 0.32's built-in method names, refused answers, and
+`add` next to another component (whose package then still passes its tests in the CPU engine)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
+
+from vllm_scaffold.rendering import questions
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    return general_plugin_host(tmp_path)
+
+
+def test_refused_names_are_exactly_vllms_built_in_methods() -> None:
+    pytest.importorskip("vllm")
+    from typing import get_args
+
+    from vllm.model_executor.layers.quantization import QuantizationMethods
+
+    validator = questions("quantization")["method_name"]["validator"]
+    listed = re.search(r"method_name in \[([^\]]*)\]", validator)
+    assert listed is not None
+    assert sorted(re.findall(r"'([^']+)'", listed.group(1))) == sorted(get_args(QuantizationMethods))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("method_name=gptq", "'gptq' is a vLLM built-in quantization method"),
+        ("method_name=Int8", "method_name 'Int8' must be lower-case letters"),
+        ("method_name=8bit", "method_name '8bit' must be lower-case letters"),
+        ("ignore=lm_head,mlp/down", "ignore entry 'mlp/down' is not a module name"),
+    ],
+)
+def test_a_bad_answer_is_refused_in_one_line_and_nothing_is_written(data: str, message: str, host: Path) -> None:
+    assert_refused(host, ["quantization", "wo", "--data", data], message)
+
+
+def test_add_with_answers_next_to_a_general_plugin(host: Path) -> None:
+    done = scaffold(
+        "add", "quantization", "wo", "--data", "method_name=int8-wo", "--data", "ignore=lm_head,down_proj", cwd=host
+    )
+    assert done.returncode == 0, done.stderr
+    fmt = (host / "src/host/wo/format.py").read_text()
+    assert 'METHOD_NAME = "int8-wo"' in fmt and 'DEFAULT_IGNORE: tuple[str, ...] = ("lm_head", "down_proj")' in fmt
+    assert 'BACKEND_ENV = "HOST_WO_BACKEND"' in (host / "src/host/wo/config.py").read_text()
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and '"host.wo.config:register"' in plugin
+    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "quantization"]
+    assert manifest[1]["object"] == "host.wo.config:WoConfig"
+    enable = manifest[1]["enable"]
+    assert "quantization='int8-wo'" in enable[0] and "python -m host.wo.quantize" in enable[0]
+    assert enable[1].startswith("HOST_WO_BACKEND=")
+    assert_lint_clean(host, "src/host/wo", "tests/test_wo_kernel.py", "tests/test_wo_config.py",
+                      "tests/test_wo_quantize.py", "tests/test_wo_engine.py")  # fmt: skip
+
+
+@pytest.mark.engine
+def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
+    assert scaffold("add", "quantization", "wo", cwd=host).returncode == 0
+    run_package_tests(host, tmp_path / "cache", "tests/test_vllm_plugin.py", "tests/test_wo_kernel.py",
+                      "tests/test_wo_config.py", "tests/test_wo_quantize.py", "tests/test_wo_engine.py",
+                      "-k", "not tensor_parallel")  # fmt: skip
