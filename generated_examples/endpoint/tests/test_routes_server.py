@@ -8,7 +8,9 @@ unset the routes do not exist (404). A factory-level test checks the render-only
 from __future__ import annotations
 
 import asyncio
+import tomllib
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
@@ -20,14 +22,25 @@ from vllm.plugins import load_endpoint_plugins  # noqa: E402
 
 from my_endpoint.routes.plugin import PREFIX, STATE_KEY, MyEndpointEndpoint  # noqa: E402
 
-# Every entry point of this package that VLLM_PLUGINS filters: naming only the endpoint would drop the rest.
-VLLM_PLUGINS = "my_endpoint"
+
+@pytest.fixture(scope="module")
+def vllm_plugins(plugin_project: Path) -> str:
+    """Every entry point of this package that VLLM_PLUGINS filters: naming only the endpoint drops the rest.
+
+    All `vllm.*` groups but `vllm.logits_processors`, which ignores VLLM_PLUGINS.
+    """
+    pyproject = tomllib.loads((plugin_project / "pyproject.toml").read_text(encoding="utf-8"))
+    groups = pyproject["project"]["entry-points"]
+    names = [name for group, entries in groups.items() if group.startswith("vllm.") for name in entries
+             if group != "vllm.logits_processors"]  # fmt: skip
+    assert "my_endpoint" in names and "my_endpoint" in names
+    return ",".join(dict.fromkeys(names))
 
 
-def test_loaded_only_when_named(plugin_site: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loaded_only_when_named(plugin_site: object, vllm_plugins: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("VLLM_PLUGINS", raising=False)
     assert not any(isinstance(p, MyEndpointEndpoint) for p in load_endpoint_plugins(("generate",)))
-    monkeypatch.setenv("VLLM_PLUGINS", VLLM_PLUGINS)
+    monkeypatch.setenv("VLLM_PLUGINS", vllm_plugins)
     assert any(isinstance(p, MyEndpointEndpoint) for p in load_endpoint_plugins(("generate",)))
     # required_tasks: a server that cannot generate (an embedding model) does not load it.
     assert not any(isinstance(p, MyEndpointEndpoint) for p in load_endpoint_plugins(("embed",)))
@@ -47,8 +60,8 @@ def test_without_an_engine_the_routes_answer_503() -> None:
 
 
 @pytest.fixture
-def enabled(module_server):
-    return module_server(env={"VLLM_PLUGINS": VLLM_PLUGINS})
+def enabled(module_server, vllm_plugins: str):
+    return module_server(env={"VLLM_PLUGINS": vllm_plugins})
 
 
 @pytest.fixture
