@@ -13,11 +13,9 @@ small shapes: those timings only show that it runs, nothing about GPU speed.
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections.abc import Callable
 
-from quantization_gemm import CPU_SHAPES, CUDA_SHAPES, cuda_present, load_kernel, report, seconds
+from quantization_gemm import report, seconds, setup
 
 
 def torch_reference(a_q, w_q, scale_a, scale_w, dtype) -> tuple[str, Callable[[], object]]:
@@ -46,21 +44,11 @@ def torch_reference(a_q, w_q, scale_a, scale_w, dtype) -> tuple[str, Callable[[]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dtype", choices=["float16", "bfloat16"], default="float16")
-    args = parser.parse_args()
-    cuda = cuda_present()
-    if not cuda:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    bench = setup(__doc__.splitlines()[0], "linear-kernel/src/my_k/gemm/kernel.py")
     import torch
 
-    kernel = load_kernel("linear-kernel/src/my_k/gemm/kernel.py")
-    dtype = getattr(torch, args.dtype) if cuda else torch.float32
-    device = "cuda" if cuda else "cpu"
-    shapes = CUDA_SHAPES if cuda else CPU_SHAPES
-    if not cuda:
-        print("CPU: Triton under TRITON_INTERPRET=1, small shapes; timings show correctness, not speed")
-    for m, n, k in shapes:
+    kernel, cuda, device, dtype = bench.kernel, bench.cuda, bench.device, bench.dtype
+    for m, n, k in bench.shapes:
         a_q, scale_a = kernel.quantize_per_token(torch.randn(m, k, device=device))
         w_q, scale_w = kernel.quantize_per_token(torch.randn(n, k, device=device))
 

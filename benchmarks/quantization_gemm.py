@@ -18,8 +18,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "generated_examples"
 CUDA_SHAPES = [(m, 4096, 4096) for m in (1, 16, 128, 2048)]
@@ -69,22 +71,37 @@ def report(label: str, m: int, n: int, k: int, kernel_s: float, reference_s: flo
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@dataclass
+class Setup:
+    kernel: ModuleType
+    cuda: bool
+    device: str
+    dtype: Any  # torch.dtype: torch is imported only after TRITON_INTERPRET is decided
+    shapes: list[tuple[int, int, int]]
+
+
+def setup(description: str, kernel_path: str) -> Setup:
+    """Parses --dtype, picks CUDA or the CPU interpreter, loads the golden kernel module."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dtype", choices=["float16", "bfloat16"], default="float16")
     args = parser.parse_args()
     cuda = cuda_present()
     if not cuda:
         os.environ.setdefault("TRITON_INTERPRET", "1")
+        print("CPU: Triton under TRITON_INTERPRET=1, float32, small shapes; timings show correctness, not speed")
     import torch
 
-    kernel = load_kernel("quantization/src/my_q/quant/kernel.py")
     dtype = getattr(torch, args.dtype) if cuda else torch.float32
-    device = "cuda" if cuda else "cpu"
     shapes = CUDA_SHAPES if cuda else CPU_SHAPES
-    if not cuda:
-        print("CPU: Triton under TRITON_INTERPRET=1, float32, small shapes; timings show correctness, not speed")
-    for m, n, k in shapes:
+    return Setup(load_kernel(kernel_path), cuda, "cuda" if cuda else "cpu", dtype, shapes)
+
+
+def main() -> None:
+    bench = setup(__doc__.splitlines()[0], "quantization/src/my_q/quant/kernel.py")
+    import torch
+
+    kernel, cuda, device, dtype = bench.kernel, bench.cuda, bench.device, bench.dtype
+    for m, n, k in bench.shapes:
         x = torch.randn(m, k, device=device, dtype=dtype)
         w_q, scale = kernel.quantize_per_channel(torch.randn(n, k, device=device))
         w = kernel.dequantize(w_q, scale, dtype)

@@ -10,6 +10,7 @@ parallelism), which is why these are plain functions rather than fixtures:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -66,3 +67,19 @@ def max_abs_difference(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]
     """Largest |a - b| over two equally shaped lists of lists (e.g. two `prompt_logprobs` results)."""
     assert [len(row) for row in a] == [len(row) for row in b], "the two runs scored different token counts"
     return max((abs(x - y) for row_a, row_b in zip(a, b, strict=True) for x, y in zip(row_a, row_b, strict=True)))
+
+
+@dataclass
+class EngineRun:
+    """What one engine showed: `describe_layers` of its (first) worker, prompt log-probs, greedy tokens."""
+
+    layers: dict[str, dict[str, Any]]
+    logprobs: list[list[float]]
+    tokens: list[list[int]]
+
+
+def engine_run(llm: Any, prompts: Sequence[str], greedy_tokens: int) -> EngineRun:
+    """Scores `prompts`, continues them greedily, then describes the layers (their counters include both)."""
+    logprobs = prompt_logprobs(llm, prompts)
+    tokens = greedy_token_ids(llm, prompts, greedy_tokens)
+    return EngineRun(llm.apply_model(describe_layers)[0], logprobs, tokens)

@@ -8,7 +8,6 @@ track vLLM on the dequantized float weights (the gap is activation quantization,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,11 @@ pytest.importorskip("vllm")
 import vllm.envs as envs  # noqa: E402
 from vllm_scaffold.testing.compressed import write_w8a8_checkpoint  # noqa: E402
 from vllm_scaffold.testing.offline import (  # noqa: E402
+    EngineRun,
     describe_layers,
+    engine_run,
     greedy_token_ids,
     max_abs_difference,
-    prompt_logprobs,
 )
 
 from my_k.gemm.linear_kernel import disabled_kernels_value  # noqa: E402
@@ -36,19 +36,6 @@ LINEAR_LAYERS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 KERNEL = "MyKInt8ScaledMMLinearKernel"
 
 
-@dataclass
-class Run:
-    layers: dict[str, dict]
-    logprobs: list[list[float]]
-    tokens: list[list[int]]
-
-
-def run(llm) -> Run:
-    logprobs = prompt_logprobs(llm, PROMPTS)
-    tokens = greedy_token_ids(llm, PROMPTS, GREEDY_TOKENS)
-    return Run(llm.apply_model(describe_layers)[0], logprobs, tokens)
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("checkpoints")
@@ -59,16 +46,17 @@ def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 @pytest.fixture(scope="module")
-def runs(module_llm, checkpoints: dict[str, Path]) -> dict[str, Run]:
+def runs(module_llm, checkpoints: dict[str, Path]) -> dict[str, EngineRun]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_DISABLED_KERNELS", disabled_kernels_value("cpu"))
         envs.disable_envs_cache()  # the engine freezes envs once it starts: read the value set here
-        kernel = run(module_llm(model=str(checkpoints["w8a8"])))
+        kernel = engine_run(module_llm(model=str(checkpoints["w8a8"])), PROMPTS, GREEDY_TOKENS)
     envs.disable_envs_cache()
-    return {"kernel": kernel, "reference": run(module_llm(model=str(checkpoints["dequantized"])))}
+    reference = engine_run(module_llm(model=str(checkpoints["dequantized"])), PROMPTS, GREEDY_TOKENS)
+    return {"kernel": kernel, "reference": reference}
 
 
-def test_every_linear_layer_selected_and_ran_the_kernel(runs: dict[str, Run]) -> None:
+def test_every_linear_layer_selected_and_ran_the_kernel(runs: dict[str, EngineRun]) -> None:
     layers = {name: layer for name, layer in runs["kernel"].layers.items() if name.endswith(LINEAR_LAYERS)}
     assert len(layers) == 8, sorted(runs["kernel"].layers)
     for name, layer in layers.items():
@@ -78,7 +66,7 @@ def test_every_linear_layer_selected_and_ran_the_kernel(runs: dict[str, Run]) ->
         assert layer["calls"].get("triton", 0) > 0 and "torch" not in layer["calls"], (name, layer)
 
 
-def test_scores_and_greedy_tokens_track_the_dequantized_reference(runs: dict[str, Run]) -> None:
+def test_scores_and_greedy_tokens_track_the_dequantized_reference(runs: dict[str, EngineRun]) -> None:
     assert not any(layer["kernel"] for layer in runs["reference"].layers.values())
     difference = max_abs_difference(runs["kernel"].logprobs, runs["reference"].logprobs)
     assert difference <= LOGPROB_ATOL, f"prompt log-probs differ by up to {difference:.3g}"

@@ -12,7 +12,6 @@ tensor-parallel run then loads the pre-quantized shards into two workers.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,11 @@ pytest.importorskip("vllm")
 
 from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV  # noqa: E402
 from vllm_scaffold.testing.offline import (  # noqa: E402
+    EngineRun,
     describe_layers,
+    engine_run,
     greedy_token_ids,
     max_abs_difference,
-    prompt_logprobs,
 )
 
 from my_q.quant.format import METHOD_NAME  # noqa: E402
@@ -39,19 +39,6 @@ LOGPROB_ATOL = 2e-3
 QUANTIZED_LAYERS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
 
 
-@dataclass
-class Run:
-    layers: dict[str, dict]
-    logprobs: list[list[float]]
-    tokens: list[list[int]]
-
-
-def run(llm) -> Run:
-    logprobs = prompt_logprobs(llm, PROMPTS)
-    tokens = greedy_token_ids(llm, PROMPTS, GREEDY_TOKENS)
-    return Run(llm.apply_model(describe_layers)[0], logprobs, tokens)
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("checkpoints")
@@ -61,16 +48,17 @@ def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> d
 
 
 @pytest.fixture(scope="module")
-def runs(module_llm, checkpoints: dict[str, Path]) -> dict[str, Run]:
-    return {
-        "reference": run(module_llm(model=str(checkpoints["dequantized"]))),
-        "online": run(module_llm(quantization=METHOD_NAME)),
-        "checkpoint": run(module_llm(model=str(checkpoints["int8"]))),
+def runs(module_llm, checkpoints: dict[str, Path]) -> dict[str, EngineRun]:
+    engines = {
+        "reference": module_llm(model=str(checkpoints["dequantized"])),
+        "online": module_llm(quantization=METHOD_NAME),
+        "checkpoint": module_llm(model=str(checkpoints["int8"])),
     }
+    return {path: engine_run(llm, PROMPTS, GREEDY_TOKENS) for path, llm in engines.items()}
 
 
 @pytest.mark.parametrize("path", ["online", "checkpoint"])
-def test_linear_layers_hold_int8_and_run_the_method(runs: dict[str, Run], path: str) -> None:
+def test_linear_layers_hold_int8_and_run_the_method(runs: dict[str, EngineRun], path: str) -> None:
     layers = runs[path].layers
     quantized = {name: layer for name, layer in layers.items() if name.endswith(QUANTIZED_LAYERS)}
     assert len(quantized) == 8, sorted(layers)
@@ -83,13 +71,13 @@ def test_linear_layers_hold_int8_and_run_the_method(runs: dict[str, Run], path: 
     assert layers["lm_head"]["weight_dtype"] == "torch.float32"
 
 
-def test_reference_is_unquantized(runs: dict[str, Run]) -> None:
+def test_reference_is_unquantized(runs: dict[str, EngineRun]) -> None:
     methods = {layer["method"] for layer in runs["reference"].layers.values()}
     assert "MyQLinearMethod" not in methods
 
 
 @pytest.mark.parametrize("path", ["online", "checkpoint"])
-def test_scores_and_greedy_tokens_match_the_dequantized_reference(runs: dict[str, Run], path: str) -> None:
+def test_scores_and_greedy_tokens_match_the_dequantized_reference(runs: dict[str, EngineRun], path: str):
     reference, quantized = runs["reference"], runs[path]
     difference = max_abs_difference(quantized.logprobs, reference.logprobs)
     assert difference <= LOGPROB_ATOL, f"{path}: prompt log-probs differ by up to {difference:.3g}"
@@ -109,7 +97,7 @@ if __name__ == "__main__":
 
 
 def test_tensor_parallel_checkpoint_matches_reference(
-    runs: dict[str, Run], checkpoints: dict[str, Path], run_python
+    runs: dict[str, EngineRun], checkpoints: dict[str, Path], run_python
 ) -> None:
     kwargs = {**TINY_ENGINE_KWARGS, "model": str(checkpoints["int8"]), "tensor_parallel_size": 2}
     script = TP_SCRIPT.format(kwargs={**kwargs, "distributed_executor_backend": "mp"}, prompts=PROMPTS)
