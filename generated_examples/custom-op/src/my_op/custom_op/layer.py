@@ -1,7 +1,7 @@
 """`MyOpSiluAndMul`: vLLM's `SiluAndMul` with its forward on the Triton kernel in `kernel.py`.
 
-Imported in every vLLM process by `register()` below, which `my_op.vllm_plugin.register` (the
-`vllm.general_plugins` entry point) calls before the model is built. `register()` registers the class with
+Imported in every vLLM process by `my_op.vllm_plugin.register` (the `vllm.general_plugins` entry
+point), which calls `register()` below before the model is built. `register()` registers the class with
 `SiluAndMul.register_oot`; from then on, every `SiluAndMul(...)` a model builds in that process is a
 `MyOpSiluAndMul` (CustomOp.__new__ looks the constructed class's name up in op_registry_oot).
 
@@ -9,7 +9,7 @@ Which forward runs is decided once per module, at construction (CustomOp.dispatc
 - op enabled, CUDA (and ROCm): forward_cuda, the Triton kernel;
 - op enabled, CPU: forward_cpu, the same kernel under the Triton interpreter when TRITON_INTERPRET=1 (slow,
   for checking correctness), otherwise forward_native: Triton has no CPU backend to compile for;
-- op disabled: forward_native, vLLM's own PyTorch implementation (torch.compile'd when compilation is on).
+- op disabled: forward_native, vLLM's own PyTorch implementation.
 The op is enabled by `compilation_config.custom_ops`: '+SiluAndMul' / '-SiluAndMul' (the class name: after
 register_oot, '+silu_and_mul' no longer names it), over the base 'all' (the default with
 enforce_eager) or 'none' (the default under torch.compile with Inductor).
