@@ -1,0 +1,40 @@
+"""The io-processor template: its question, the entry point it adds, and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+
+@pytest.fixture
+def host(cli, tmp_path: Path) -> Path:
+    assert cli("new", "general-plugin", "host", "--defaults", "--dest", str(tmp_path / "host")).exit_code == 0
+    return tmp_path / "host"
+
+
+def test_add_next_to_a_general_plugin_declares_the_entry_point(cli, host: Path) -> None:
+    done = cli("add", "io-processor", "embed_io", "--data", "max_texts=3", cwd=host)
+    assert done.exit_code == 0, done.output
+    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
+    group = pyproject["project"]["entry-points"]["vllm.io_processor_plugins"]
+    assert group == {"embed_io": "host.embed_io.entry:processor_class"}
+    assert "vllm.general_plugins" in pyproject["project"]["entry-points"]
+    entry = (host / "src/host/embed_io/entry.py").read_text()
+    assert 'PROCESSOR_CLASS = "host.embed_io.processor.EmbedIoProcessor"' in entry
+    assert "MAX_TEXTS = 3\n" in (host / "src/host/embed_io/processor.py").read_text()
+    components = pyproject["tool"]["vllm-scaffold"]["components"]
+    assert components[1]["object"] == "host.embed_io.processor:EmbedIoProcessor"
+    assert "--io-processor-plugin embed_io" in components[1]["enable"][0]
+
+
+@pytest.mark.parametrize("answer", ["max_texts=0", "max_texts=5000"])
+def test_a_bad_limit_is_refused_in_one_line_and_nothing_is_written(cli, host: Path, answer: str) -> None:
+    before = snapshot(host)
+    done = cli("add", "io-processor", "embed_io", "--data", answer, cwd=host)
+    assert done.exit_code == 2
+    assert "must be between 1 and 4096" in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert snapshot(host) == before

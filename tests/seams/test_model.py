@@ -1,0 +1,59 @@
+"""The model template: the architecture question (never an in-tree name) and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+from vllm_scaffold.architectures import DATA_FILE, render_data
+from vllm_scaffold.rendering import templates_root
+
+
+@pytest.fixture
+def host(cli, tmp_path: Path) -> Path:
+    assert cli("new", "general-plugin", "host", "--defaults", "--dest", str(tmp_path / "host")).exit_code == 0
+    return tmp_path / "host"
+
+
+def test_the_in_tree_list_matches_the_installed_vllm() -> None:
+    pytest.importorskip("vllm")
+    import vllm
+
+    from vllm_scaffold.architectures import in_tree_architectures
+
+    data = (templates_root() / "_shared" / DATA_FILE).read_text()
+    assert data == render_data(vllm.__version__, in_tree_architectures()), "run python -m vllm_scaffold.architectures"
+
+
+def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> None:
+    done = cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
+    assert done.exit_code == 0, done.output
+    registration = (host / "src/host/tiny_lm/registration.py").read_text()
+    assert 'MODEL_CLASS = "host.tiny_lm.model:TinyLMForCausalLM"' in registration
+    assert "class TinyLMForCausalLM(nn.Module):" in (host / "src/host/tiny_lm/model.py").read_text()
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and '"host.tiny_lm.registration:register"' in plugin
+    component = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"][1]
+    assert component["object"] == "host.tiny_lm.model:TinyLMForCausalLM"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("LlamaForCausalLM", "architecture 'LlamaForCausalLM' is already a vLLM model"),
+        ("Qwen2ForCausalLM", "architecture 'Qwen2ForCausalLM' is already a vLLM model"),
+        ("tiny-lm", "architecture 'tiny-lm' must be a Python class name"),
+        ("tinyLM", "architecture 'tinyLM' must be a Python class name"),
+    ],
+)
+def test_bad_architectures_are_refused_in_one_line_and_nothing_is_written(
+    cli, host: Path, answer: str, message: str
+) -> None:
+    before = snapshot(host)
+    done = cli("add", "model", "tiny_lm", "--data", f"architecture={answer}", cwd=host)
+    assert done.exit_code == 2
+    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert snapshot(host) == before

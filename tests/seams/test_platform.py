@@ -1,0 +1,47 @@
+"""The platform template: its question, the entry point it adds, and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import snapshot
+
+
+@pytest.fixture
+def host(cli, tmp_path: Path) -> Path:
+    assert cli("new", "general-plugin", "host", "--defaults", "--dest", str(tmp_path / "host")).exit_code == 0
+    return tmp_path / "host"
+
+
+def test_add_next_to_a_general_plugin_declares_the_detector(cli, host: Path) -> None:
+    done = cli("add", "platform", "accel", "--data", "enable_env=HOST_ACCEL", cwd=host)
+    assert done.exit_code == 0, done.output
+    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["vllm.platform_plugins"] == {"accel": "host.accel.detect:detect"}
+    detect = (host / "src/host/accel/detect.py").read_text()
+    assert 'ENABLE_ENV = "HOST_ACCEL"' in detect
+    assert 'PLATFORM_CLASS = "host.accel.platform.AccelPlatform"' in detect
+    assert 'WORKER_CLASS = "host.accel.worker.AccelWorker"' in (host / "src/host/accel/platform.py").read_text()
+    component = pyproject["tool"]["vllm-scaffold"]["components"][1]
+    assert component["object"] == "host.accel.platform:AccelPlatform"
+    assert component["enable"][0].startswith("HOST_ACCEL=1")
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("enable_env=accel_on", "enable_env 'accel_on' must be an upper-case environment variable name"),
+        ("enable_env=VLLM_ACCEL", "enable_env 'VLLM_ACCEL' is in vLLM's own VLLM_ namespace"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
+    cli, host: Path, answer: str, message: str
+) -> None:
+    before = snapshot(host)
+    done = cli("add", "platform", "accel", "--data", answer, cwd=host)
+    assert done.exit_code == 2
+    assert message in done.output and len(done.output.strip().splitlines()) == 1, done.output
+    assert snapshot(host) == before
