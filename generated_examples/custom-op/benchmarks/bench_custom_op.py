@@ -46,6 +46,7 @@ class Case(NamedTuple):
     in_tree: Callable[[int, torch.dtype], Callable[..., object]]  # vLLM's module, taking the same arguments
     reference: Callable[..., object]  # forward_native's math in eager PyTorch, for when vLLM is absent
 
+
 def make_args(tokens: int, hidden: int, dtype: torch.dtype) -> tuple[torch.Tensor]:
     """The MLP's gate and up projections side by side: (tokens, 2 * hidden), hidden = intermediate size."""
     return (torch.randn(tokens, 2 * hidden, dtype=dtype, device=DEVICE),)
@@ -69,7 +70,6 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 
 
 VARIANTS = {"silu_and_mul": Case(kernel.my_op, make_args, bytes_moved, in_tree_silu_and_mul, reference)}
-
 
 
 def vllm_available() -> bool:
@@ -147,6 +147,7 @@ def main() -> None:
                     f"| {variant} | {tokens} | {hidden} | {rates[0]:.3g} | {shares[0]} | {rates[1]:.3g} | "
                     f"{shares[1]} | {theirs / ours:.3g}x |"
                 )
+
 
 if __name__ == "__main__":
     main()

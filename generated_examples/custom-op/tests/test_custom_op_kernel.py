@@ -2,8 +2,8 @@
 
 Runs without vLLM: it imports only torch, triton, pytest and the kernel module. On CPU the test harness sets
 TRITON_INTERPRET=1, so the kernel runs in the Triton interpreter, in fp32 only (the interpreter's bf16
-arithmetic is wrong and it is slow). Tests marked `gpu` run on CUDA in fp16 and bf16 as well, and check that
-torch.compile with Inductor compiles the Triton kernel itself into the graph.
+arithmetic is wrong and it is slow). On CUDA the fp16 and bf16 cases (marked `gpu`) run too, and the
+torch.compile test finds the Triton kernel itself in Inductor's generated code.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ VARIANTS: dict[str, tuple[torch._ops.OpOverload, Callable[..., object], Callable
 }
 
 
-
 def assert_close(actual: object, expected: object, dtype: torch.dtype) -> None:
     atol, rtol = TOLERANCES[dtype]
     torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)
@@ -56,31 +55,31 @@ def assert_close(actual: object, expected: object, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_kernel_matches_reference(variant: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
-    op, reference, make_args = VARIANTS[variant]
-    args = make_args(shape, dtype)
-    assert_close(op(*args), reference(*args), dtype)
+    op, ref, make = VARIANTS[variant]
+    args = make(shape, dtype)
+    assert_close(op(*args), ref(*args), dtype)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_custom_op_passes_opcheck(variant: str) -> None:
     """Schema, fake implementation, and (on CUDA) triton_op's functional decomposition for AOT autograd."""
-    op, _, make_args = VARIANTS[variant]
-    torch.library.opcheck(op, make_args(SHAPES[1], torch.float32))
+    op, _, make = VARIANTS[variant]
+    torch.library.opcheck(op, make(SHAPES[1], torch.float32))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_torch_compile_traces_the_op(variant: str) -> None:
-    op, reference, make_args = VARIANTS[variant]
-    args = make_args(SHAPES[1], torch.float32)
+    op, ref, make = VARIANTS[variant]
+    args = make(SHAPES[1], torch.float32)
     torch._dynamo.reset()
     compiled = torch.compile(op, fullgraph=True, dynamic=False)
     result, code = run_and_get_code(compiled, *args)
-    assert_close(result, reference(*args), torch.float32)
+    assert_close(result, ref(*args), torch.float32)
     # triton_op lets Inductor put the Triton kernel itself into the generated code; under the interpreter the
     # op is an opaque custom op, which the compiled graph calls.
     op_call = f"torch.ops.{op.name().replace('::', '.')}"
-    expected = op_call if kernel.INTERPRETED else KERNEL_NAME
-    assert any(expected in source for source in code), f"{expected} not in the generated code"
+    wanted = op_call if kernel.INTERPRETED else KERNEL_NAME
+    assert any(wanted in source for source in code), f"{wanted} not in the generated code"
 
 
 def test_interpreter_matches_the_device() -> None:

@@ -66,7 +66,6 @@ def make_inputs(shape: tuple[int, ...], dtype: torch.dtype) -> list[tuple[torch.
     return [(torch.randn(shape, dtype=dtype, device=DEVICE) * 3,)]
 
 
-
 def test_register_replaces_the_in_tree_op_and_is_idempotent() -> None:
     layer.register()
     assert op_registry_oot[SiluAndMul.__name__] is REPLACEMENT

@@ -54,4 +54,3 @@ my_op = (custom_op if INTERPRETED else triton_op)(OP_NAME, mutates_args=())(_sil
 @my_op.register_fake
 def _(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
-
