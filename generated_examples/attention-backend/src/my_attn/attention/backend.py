@@ -202,12 +202,13 @@ class MyAttnImpl(AttentionImpl[MyAttnMetadata]):
         attn_type: str = AttentionType.DECODER,
         kv_sharing_target_layer_name: str | None = None,
     ) -> None:
+        cache_dtypes = MyAttnBackend.supported_kv_cache_dtypes
         unsupported = {
             "ALiBi slopes": alibi_slopes is not None,
             f"attention type {attn_type}": attn_type != AttentionType.DECODER,
             "a sliding window": bool(sliding_window) and not SUPPORTS_SLIDING_WINDOW,
             "a logits soft cap": bool(logits_soft_cap) and not SUPPORTS_LOGITS_SOFT_CAP,
-            f"kv_cache_dtype={kv_cache_dtype}": kv_cache_dtype not in MyAttnBackend.supported_kv_cache_dtypes,
+            f"kv_cache_dtype={kv_cache_dtype}": kv_cache_dtype not in cache_dtypes,
         }
         missing = [feature for feature, needed in unsupported.items() if needed]
         if missing:

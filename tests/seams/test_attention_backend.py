@@ -1,0 +1,85 @@
+"""The attention-backend template: its questions, what it registers, and `add` next to another component."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.seams.seam_helpers import (
+    assert_lint_clean,
+    assert_refused,
+    general_plugin_host,
+    run_package_tests,
+    scaffold,
+)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    return general_plugin_host(tmp_path)
+
+
+def test_add_with_a_name_of_its_own_next_to_a_general_plugin(host: Path, tmp_path: Path) -> None:
+    answers = ["--data", "backend_name=FAST_ATTN", "--data", "cudagraph_support=UNIFORM_BATCH"]
+    answers += ["--data", "sliding_window=false"]
+    done = scaffold("add", "attention-backend", "fast_attn", *answers, cwd=host)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    component = host / "src/host/fast_attn"
+    registration = (component / "registration.py").read_text()
+    backend = (component / "backend.py").read_text()
+    assert 'BACKEND_NAME = "FAST_ATTN"' in registration
+    assert 'BACKEND_PATH = "host.fast_attn.backend.FastAttnBackend"' in registration
+    assert "register_backend(BACKEND_NAME, BACKEND_PATH)" in registration
+    assert "AttentionBackendEnum.CUSTOM" not in registration
+    assert "_cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.UNIFORM_BATCH" in backend
+    assert "SUPPORTS_SLIDING_WINDOW = False" in backend and "SUPPORTS_LOGITS_SOFT_CAP = True" in backend
+    assert 'KERNELS_ENV = "HOST_FAST_ATTN_KERNELS"' in backend
+    assert "def get_kv_cache_shape" not in backend
+
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and '"host.fast_attn.registration:register"' in plugin
+    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", "attention-backend"]
+    assert manifest[1]["object"] == "host.fast_attn.backend:FastAttnBackend"
+    assert manifest[1]["enable"][0] == "--attention-backend FAST_ATTN (or LLM(attention_backend='FAST_ATTN'))"
+    assert "HOST_FAST_ATTN_KERNELS=torch|triton" in manifest[1]["enable"][2]
+    assert "--attention-backend FAST_ATTN" in (host / "README.md").read_text()
+    doc = (host / "docs/fast_attn.md").read_text()
+    assert "A name of its own" in doc and "One CUSTOM slot" not in doc
+
+    tests = [str(path.relative_to(host)) for path in host.glob("tests/test_fast_attn_*.py")]
+    assert_lint_clean(host, "src/host/fast_attn", "benchmarks/bench_fast_attn.py", *tests)
+    # Everything that starts no engine; the generated engine tests run in the golden-copy suite.
+    run_package_tests(host, tmp_path / "cache", "-m", "not engine")
+
+
+def test_defaults_take_the_custom_slot_and_say_so(tmp_path: Path) -> None:
+    done = scaffold("new", "attention-backend", "my_attn", "--defaults", "--dest", "pkg", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    package = tmp_path / "pkg"
+    registration = (package / "src/my_attn/attention/registration.py").read_text()
+    assert "slot = AttentionBackendEnum.CUSTOM" in registration
+    assert "register_backend(slot, BACKEND_PATH)" in registration
+    assert "CPU_ATTN" not in registration, "production code must not override the CPU backend"
+    backend = (package / "src/my_attn/attention/backend.py").read_text()
+    assert "AttentionCGSupport.NEVER" in backend and "forward_includes_kv_cache_update: bool = False" in backend
+    doc = (package / "docs/attention.md").read_text()
+    assert "One CUSTOM slot" in doc and "testing device" in doc
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("backend_name=my_attn", "backend_name 'my_attn' must be upper-case"),
+        ("backend_name=FAST-ATTN", "backend_name 'FAST-ATTN' must be upper-case"),
+        ("backend_name=FLASH_ATTN", "backend_name 'FLASH_ATTN' is one of vLLM's own backends"),
+        ("backend_name=CPU_ATTN", "backend_name 'CPU_ATTN' is one of vLLM's own backends"),
+        ("cudagraph_support=ALWAYS", "cudagraph_support"),
+        ("backend_name=", "backend_name '' must be upper-case"),
+    ],
+)
+def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
+    assert_refused(host, ["attention-backend", "fast_attn", "--data", answer], message)
