@@ -21,8 +21,8 @@ from vllm.utils.import_utils import resolve_obj_by_qualname  # noqa: E402
 from my_io.io_processor.entry import processor_class  # noqa: E402
 from my_io.io_processor.processor import (  # noqa: E402
     MAX_TEXTS,
-    EmbedResponse,
     MyIoProcessor,
+    MyIoResponse,
     truncate_and_normalise,
 )
 
@@ -74,7 +74,7 @@ def test_bad_requests_raise_value_error(processor: MyIoProcessor, data: object) 
 def test_post_process_truncates_and_renormalises(processor: MyIoProcessor) -> None:
     processor.pre_process(processor.parse_data({"texts": ["a", "b"], "dimensions": 2}), request_id="r")
     result = processor.post_process(pooled([3.0, 4.0, 9.0], [0.0, -2.0, 1.0]), request_id="r")
-    assert isinstance(result, EmbedResponse)
+    assert isinstance(result, MyIoResponse)
     assert [e.embedding for e in result.embeddings] == [pytest.approx([0.6, 0.8]), pytest.approx([0.0, -1.0])]
     assert [(e.index, e.dimensions, e.prompt_tokens) for e in result.embeddings] == [(0, 2, 3), (1, 2, 3)]
 
@@ -86,7 +86,7 @@ def test_async_post_process_orders_outputs_by_index(processor: MyIoProcessor) ->
         for item in reversed(list(enumerate(outputs))):
             yield item
 
-    async def run() -> EmbedResponse:
+    async def run() -> MyIoResponse:
         request = processor.parse_data({"texts": ["a", "b"]})
         await processor.pre_process_async(request, request_id="async")
         return await processor.post_process_async(arrive_reversed(), request_id="async")

@@ -29,7 +29,7 @@ from vllm.renderers import BaseRenderer
 MAX_TEXTS = 16
 
 
-class EmbedRequest(BaseModel):
+class MyIoRequest(BaseModel):
     """What a client sends as `data`; anything else is refused (HTTP 400 online)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -38,18 +38,18 @@ class EmbedRequest(BaseModel):
     dimensions: int | None = Field(default=None, ge=1)
 
 
-class Embedding(BaseModel):
+class MyIoEmbedding(BaseModel):
     index: int
     embedding: list[float]
     dimensions: int
     prompt_tokens: int
 
 
-class EmbedResponse(BaseModel):
-    embeddings: list[Embedding]
+class MyIoResponse(BaseModel):
+    embeddings: list[MyIoEmbedding]
 
 
-class MyIoProcessor(IOProcessor[EmbedRequest, EmbedResponse]):
+class MyIoProcessor(IOProcessor[MyIoRequest, MyIoResponse]):
     """Validates embedding requests, runs the model's `embed` task, truncates and renormalises the result."""
 
     def __init__(self, vllm_config: VllmConfig, renderer: BaseRenderer) -> None:
@@ -58,9 +58,9 @@ class MyIoProcessor(IOProcessor[EmbedRequest, EmbedResponse]):
         # Each request's width from pre_process to post_process, by request id (None offline).
         self._dimensions: dict[str | None, int] = {}
 
-    def parse_data(self, data: object) -> EmbedRequest:
+    def parse_data(self, data: object) -> MyIoRequest:
         """Validates `data`; raises ValueError (pydantic's ValidationError is one): HTTP 400 online."""
-        request = EmbedRequest.model_validate(data)
+        request = MyIoRequest.model_validate(data)
         if request.dimensions is not None and request.dimensions > self.hidden_size:
             raise ValueError(f"dimensions={request.dimensions} exceeds the model's width {self.hidden_size}")
         return request
@@ -71,26 +71,28 @@ class MyIoProcessor(IOProcessor[EmbedRequest, EmbedResponse]):
         merged.task = "embed"
         return merged
 
-    def pre_process(self, prompt: EmbedRequest, request_id: str | None = None, **kwargs: object) -> list[str]:
+    def pre_process(
+        self, prompt: MyIoRequest, request_id: str | None = None, **kwargs: object
+    ) -> list[str]:
         self._dimensions[request_id] = prompt.dimensions or self.hidden_size
         return list(prompt.texts)
 
     def post_process(
         self, model_output: Sequence[PoolingRequestOutput], request_id: str | None = None, **kwargs: object
-    ) -> EmbedResponse:
+    ) -> MyIoResponse:
         dimensions = self._dimensions.pop(request_id)
         embeddings = []
         for index, output in enumerate(model_output):
             vector = truncate_and_normalise(output.outputs.data, dimensions)
             embeddings.append(
-                Embedding(
+                MyIoEmbedding(
                     index=index,
                     embedding=vector.tolist(),
                     dimensions=dimensions,
                     prompt_tokens=len(output.prompt_token_ids),
                 )
             )
-        return EmbedResponse(embeddings=embeddings)
+        return MyIoResponse(embeddings=embeddings)
 
 
 def truncate_and_normalise(vector: torch.Tensor, dimensions: int) -> torch.Tensor:
