@@ -29,6 +29,8 @@ def describe_layers(model: Any) -> dict[str, dict[str, Any]]:
             continue
         kernel = getattr(getattr(module, "scheme", None), "kernel", None) or getattr(method, "kernel", None)
         weight = getattr(module, "weight", None)
+        if weight is None:  # compressed-tensors weight-only layers keep theirs as `weight_packed`
+            weight = getattr(module, "weight_packed", None)
         summary[name] = {
             "method": type(method).__name__,
             "weight_dtype": str(weight.dtype) if weight is not None else None,

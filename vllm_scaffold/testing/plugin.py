@@ -27,6 +27,7 @@ import pytest
 
 from vllm_scaffold.testing import engine, tiny_model
 from vllm_scaffold.testing.attention import cpu_attention_override  # noqa: F401
+from vllm_scaffold.testing.kernels import disabled_kernels  # noqa: F401
 from vllm_scaffold.testing.server import OpenAIServer
 from vllm_scaffold.testing.shared import _attach_shared_server_logs, module_llm, module_server  # noqa: F401
 

@@ -40,7 +40,7 @@ KERNEL = "MyKInt8ScaledMMLinearKernel"
 def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("checkpoints")
     return {
-        "w8a8": write_w8a8_checkpoint(tiny_llama, root / "w8a8"),
+        "quantized": write_w8a8_checkpoint(tiny_llama, root / "quantized"),
         "dequantized": write_w8a8_checkpoint(tiny_llama, root / "dequantized", dequantized=True),
     }
 
@@ -50,7 +50,7 @@ def runs(module_llm, checkpoints: dict[str, Path]) -> dict[str, EngineRun]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VLLM_DISABLED_KERNELS", disabled_kernels_value("cpu"))
         envs.disable_envs_cache()  # the engine freezes envs once it starts: read the value set here
-        kernel = engine_run(module_llm(model=str(checkpoints["w8a8"])), PROMPTS, GREEDY_TOKENS)
+        kernel = engine_run(module_llm(model=str(checkpoints["quantized"])), PROMPTS, GREEDY_TOKENS)
     envs.disable_envs_cache()
     reference = engine_run(module_llm(model=str(checkpoints["dequantized"])), PROMPTS, GREEDY_TOKENS)
     return {"kernel": kernel, "reference": reference}
@@ -80,7 +80,7 @@ def test_cuda_engine_uses_the_triton_kernel(
 ) -> None:
     monkeypatch.setenv("VLLM_DISABLED_KERNELS", disabled_kernels_value("cuda"))
     envs.disable_envs_cache()
-    llm = make_llm(model=str(checkpoints["w8a8"]), dtype=dtype)
+    llm = make_llm(model=str(checkpoints["quantized"]), dtype=dtype)
     tokens = greedy_token_ids(llm, PROMPTS, GREEDY_TOKENS)
     layers = llm.apply_model(describe_layers)[0]
     linear = [layer for name, layer in layers.items() if name.endswith(LINEAR_LAYERS)]

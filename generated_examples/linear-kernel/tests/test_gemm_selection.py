@@ -12,7 +12,6 @@ import torch
 
 pytest.importorskip("vllm")
 
-import vllm.envs as envs  # noqa: E402
 from vllm.model_executor.kernels.linear import (  # noqa: E402
     _POSSIBLE_INT8_KERNELS,
     init_int8_linear_kernel,
@@ -32,21 +31,6 @@ from my_k.gemm.linear_kernel import (  # noqa: E402
 
 KERNEL = MyKInt8ScaledMMLinearKernel
 PARAM_NAMES = ["weight", "weight_scale", "input_scale", "input_zero_point", "azp_adj"]
-
-
-@pytest.fixture
-def disabled(monkeypatch: pytest.MonkeyPatch):
-    """`disabled(value)`: sets VLLM_DISABLED_KERNELS (None: unset) past vLLM's environment cache."""
-
-    def apply(value: str | None) -> None:
-        if value is None:
-            monkeypatch.delenv("VLLM_DISABLED_KERNELS", raising=False)
-        else:
-            monkeypatch.setenv("VLLM_DISABLED_KERNELS", value)
-        envs.disable_envs_cache()  # an engine started earlier in this process may have frozen envs
-
-    yield apply
-    envs.disable_envs_cache()
 
 
 def layer_config(channelwise: bool, static_input: bool, symmetric: bool) -> Int8ScaledMMLinearLayerConfig:
@@ -70,23 +54,23 @@ def test_registered_after_the_in_tree_kernels() -> None:
         assert ahead == list(IN_TREE_KERNELS[name])  # exactly what VLLM_DISABLED_KERNELS must name
 
 
-def test_in_tree_kernel_wins_until_disabled(disabled) -> None:
+def test_in_tree_kernel_wins_until_disabled(disabled_kernels) -> None:
     vllm_plugin.register()
-    disabled(None)
+    disabled_kernels(None)
     assert type(select()).__name__ in IN_TREE_KERNELS["cpu"]
-    disabled(disabled_kernels_value("cpu"))
+    disabled_kernels(disabled_kernels_value("cpu"))
     assert type(select()) is KERNEL
-    disabled(disabled_kernels_value("cpu").replace(",", ", "))  # vLLM does not strip spaces
+    disabled_kernels(disabled_kernels_value("cpu").replace(",", ", "))  # vLLM does not strip spaces
     assert type(select()) is not KERNEL
 
 
-def test_reasons_name_the_problem(disabled) -> None:
+def test_reasons_name_the_problem(disabled_kernels) -> None:
     vllm_plugin.register()
     config = layer_config(channelwise=True, static_input=False, symmetric=False)
     supported, reason = KERNEL.can_implement(config)
     assert not supported and "asymmetric activation quantization" in reason
     assert KERNEL.is_supported() == (True, None)  # CPU
-    disabled(disabled_kernels_value("cpu"))
+    disabled_kernels(disabled_kernels_value("cpu"))
     with pytest.raises(ValueError, match=f"{KERNEL.__name__} cannot apply asymmetric"):
         select(symmetric=False)
 
