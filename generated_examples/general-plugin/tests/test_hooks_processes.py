@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from vllm_scaffold.testing import TP2_ENV
 
 from my_plugin.hooks.registration import TRACE_ENV
@@ -21,7 +20,8 @@ from vllm import LLM, SamplingParams
 
 if __name__ == "__main__":
     llm = LLM(**{llm_kwargs!r})
-    outputs = llm.generate(["Hello world", "The quick brown fox"], SamplingParams(max_tokens=4, temperature=0.0))
+    params = SamplingParams(max_tokens=4, temperature=0.0)
+    outputs = llm.generate(["Hello world", "The quick brown fox"], params)
     assert all(len(output.outputs[0].token_ids) > 0 for output in outputs)
 """
 

@@ -25,7 +25,7 @@ def register() -> None:
 
 
 def record_process(path: str) -> None:
-    """Appends "pid<TAB>process name" to `path` in a single write, so lines from concurrent processes stay whole."""
+    """Appends "pid<TAB>process name" to `path` in one write, so lines of concurrent processes stay whole."""
     line = f"{os.getpid()}\t{multiprocessing.current_process().name}\n".encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
