@@ -15,9 +15,16 @@ import pytest
 
 from vllm_scaffold.examples import render_example, templated_keys
 
-pytestmark = pytest.mark.engine
+
+@pytest.mark.parametrize("key", templated_keys())
+def test_generated_package_passes_its_own_ruff_config(key: str, tmp_path: Path) -> None:
+    package = render_example(key, tmp_path / key)
+    ruff = [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."]
+    completed = subprocess.run(ruff, cwd=package, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, f"{key}: ruff check failed:\n{completed.stdout}{completed.stderr}"
 
 
+@pytest.mark.engine
 @pytest.mark.parametrize("key", templated_keys())
 def test_generated_package_tests_pass_in_the_cpu_engine(key: str, tmp_path: Path) -> None:
     package = render_example(key, tmp_path / key)
