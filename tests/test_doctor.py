@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import os
 import re
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -254,3 +255,16 @@ def test_every_code_has_a_fixture_and_a_documented_example() -> None:
         section = text.partition(f"### `{code}`")[2].partition("\n### ")[0]
         assert section, f"docs/doctor.md has no section for {code}"
         assert "```" in section, f"docs/doctor.md shows no example for {code}"
+
+
+def test_doctor_help_loads_no_heavy_module() -> None:
+    code = (
+        "import sys\n"
+        "from vllm_scaffold.cli import app\n"
+        "try:\n    app(['doctor', '--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('vllm', 'torch', 'copier', 'jinja2', 'vllm_scaffold.doctor')\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED []" in output
+    assert "--plugins" in output and "--no-live" in output

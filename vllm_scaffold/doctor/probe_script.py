@@ -284,12 +284,12 @@ def check_logits_processor(ep: dict[str, str], cls) -> None:
     v2_runner = uses_v2_runner()
     runner = "V2 (Model Runner V2)" if v2_runner else "V1"
     is_v1 = issubclass(cls, v1)
-    if is_v1 == v2_runner:
+    if not issubclass(cls, v2 if v2_runner else v1):  # a class may implement both interfaces
         report(
             "error",
             "logits-runner-mismatch",
             where(ep),
-            f"{cls.__name__} implements the {'V1' if is_v1 else 'V2'} LogitsProcessor interface but this platform "
+            f"{cls.__name__} implements only the {'V1' if is_v1 else 'V2'} LogitsProcessor interface but this platform "
             f"runs the {runner} model runner: engine startup fails with ValueError (every installed processor "
             "is loaded, VLLM_PLUGINS does not apply)",
             f"implement {V2_BASE if v2_runner else V1_BASE}, or pin the runner with "
