@@ -76,10 +76,9 @@ def test_scores_and_greedy_tokens_track_the_dequantized_reference(runs: dict[str
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_cuda_engine_uses_the_triton_kernel(
-    make_llm, checkpoints: dict[str, Path], monkeypatch: pytest.MonkeyPatch, dtype: str
+    make_llm, checkpoints: dict[str, Path], disabled_kernels, dtype: str
 ) -> None:
-    monkeypatch.setenv("VLLM_DISABLED_KERNELS", disabled_kernels_value("cuda"))
-    envs.disable_envs_cache()
+    disabled_kernels(disabled_kernels_value("cuda"))
     llm = make_llm(model=str(checkpoints["quantized"]), dtype=dtype)
     tokens = greedy_token_ids(llm, PROMPTS, GREEDY_TOKENS)
     layers = llm.apply_model(describe_layers)[0]
