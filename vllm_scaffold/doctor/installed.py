@@ -35,6 +35,7 @@ FILTERED_GROUPS = (GENERAL, PLATFORM, IO_PROCESSOR, STAT_LOGGER, ENDPOINT)
 @dataclass(frozen=True)
 class InstalledEntryPoint:
     dist: str
+    version: str
     group: str
     name: str
     value: str
@@ -77,7 +78,7 @@ def installed_entry_points(exclude_dist: str | None = None, pythonpath: str | No
             key = (_normalise(dist_name), ep.group, ep.name)
             if ep.group.startswith("vllm.") and key not in seen:
                 seen.add(key)
-                found.append(InstalledEntryPoint(dist_name, ep.group, ep.name, ep.value))
+                found.append(InstalledEntryPoint(dist_name, dist.version, ep.group, ep.name, ep.value))
     return found
 
 
@@ -96,6 +97,11 @@ def _parse(path: Path) -> ast.Module | None:
         return ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return None
+
+
+def _vllm_tree(module: str) -> ast.Module | None:
+    path = _source_file(module)
+    return _parse(path) if path is not None and path.is_file() else None
 
 
 def _source_file(module: str) -> Path | None:
@@ -153,15 +159,13 @@ def _string_keys_of_dicts(tree: ast.Module, suffix: str) -> set[str]:
 
 @cache
 def in_tree_model_architectures() -> frozenset[str]:
-    path = _source_file("vllm.model_executor.models.registry")
-    tree = _parse(path) if path else None
+    tree = _vllm_tree("vllm.model_executor.models.registry")
     return frozenset(_string_keys_of_dicts(tree, "_MODELS")) if tree else frozenset()
 
 
 @cache
 def in_tree_quantization_methods() -> frozenset[str]:
-    path = _source_file("vllm.model_executor.layers.quantization")
-    tree = _parse(path) if path else None
+    tree = _vllm_tree("vllm.model_executor.layers.quantization")
     if tree is None:
         return frozenset()
     for node in tree.body:
@@ -176,8 +180,7 @@ def in_tree_quantization_methods() -> frozenset[str]:
 
 @cache
 def in_tree_kv_connectors() -> frozenset[str]:
-    path = _source_file("vllm.distributed.kv_transfer.kv_connector.factory")
-    tree = _parse(path) if path else None
+    tree = _vllm_tree("vllm.distributed.kv_transfer.kv_connector.factory")
     names: set[str] = set()
     for node in ast.walk(tree) if tree else ():
         if (
@@ -193,8 +196,7 @@ def in_tree_kv_connectors() -> frozenset[str]:
 
 @cache
 def in_tree_attention_members() -> frozenset[str]:
-    path = _source_file("vllm.v1.attention.backends.registry")
-    tree = _parse(path) if path else None
+    tree = _vllm_tree("vllm.v1.attention.backends.registry")
     members: set[str] = set()
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.ClassDef) and node.name in {"AttentionBackendEnum", "MambaAttentionBackendEnum"}:

@@ -24,7 +24,8 @@ from vllm_scaffold.doctor.source import all_calls
 SCRIPT = Path(__file__).with_name("probe_script.py")
 PROBE_TIMEOUT_S = 600
 # Variables that change what the probe observes; everything else in the environment is passed through.
-_RELEVANT_ENV = ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_DISABLED_KERNELS", "VLLM_TARGET_DEVICE", "PYTHONPATH")
+# (PYTHONPATH counts through the distributions it adds, part of ctx.others.)
+_RELEVANT_ENV = ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_DISABLED_KERNELS", "VLLM_TARGET_DEVICE")
 
 
 class ProbeFailed(RuntimeError):
