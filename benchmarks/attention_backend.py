@@ -10,9 +10,11 @@ Triton-interpreter timings that only show the kernels run.
 from __future__ import annotations
 
 import runpy
+import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "generated_examples/attention-backend/benchmarks/bench_attention.py"
 
 if __name__ == "__main__":
+    sys.dont_write_bytecode = True  # the golden copy must stay byte-identical to a fresh render
     runpy.run_path(str(SCRIPT), run_name="__main__")
