@@ -91,6 +91,20 @@ def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     return env
 
 
+def shutdown_engines(llms: list[object]) -> None:
+    """Shuts down in-process `vllm.LLM` engines and frees what vLLM keeps per process, so another can start."""
+    if not llms:
+        return
+    import gc
+
+    from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+    for llm in llms:
+        llm.llm_engine.engine_core.shutdown()  # type: ignore[attr-defined]
+    gc.collect()
+    cleanup_dist_env_and_memory()
+
+
 def run_python(
     code: str, *, env: Mapping[str, str] | None = None, timeout: float = 900, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:

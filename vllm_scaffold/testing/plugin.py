@@ -15,7 +15,6 @@ Triton at load time, so kernel tests also run where vLLM is absent.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import tempfile
@@ -28,7 +27,7 @@ import pytest
 from vllm_scaffold.testing import engine, tiny_model
 from vllm_scaffold.testing.attention import cpu_attention_override  # noqa: F401
 from vllm_scaffold.testing.kernels import disabled_kernels  # noqa: F401
-from vllm_scaffold.testing.server import OpenAIServer
+from vllm_scaffold.testing.server import SERVER_DEFAULTS, OpenAIServer
 from vllm_scaffold.testing.shared import _attach_shared_server_logs, module_llm, module_server  # noqa: F401
 
 CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
@@ -143,14 +142,8 @@ def make_llm(
         return llm
 
     yield make
-    if created:
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-        for llm in created:
-            llm.llm_engine.engine_core.shutdown()
-        created.clear()
-        gc.collect()
-        cleanup_dist_env_and_memory()
+    engine.shutdown_engines(created)
+    created.clear()
 
 
 @pytest.fixture
@@ -159,12 +152,10 @@ def openai_server(
 ) -> Iterator[Callable[..., OpenAIServer]]:
     """`openai_server(args=(), env=None)`: vLLM's OpenAI server on the tiny model, stopped after the test."""
     servers: list[OpenAIServer] = []
-    defaults = ["--enforce-eager", "--max-model-len", "256", "--dtype", "float32", "--max-num-seqs", "4"]
-    defaults += ["--max-num-batched-tokens", "256", "--kv-cache-memory-bytes", str(64 << 20)]
 
     def start(args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> OpenAIServer:
         log = tmp_path / f"server-{len(servers)}.log"
-        server = OpenAIServer(tiny_llama, [*defaults, *args], {**engine_env, **(env or {})}, log)
+        server = OpenAIServer(tiny_llama, [*SERVER_DEFAULTS, *args], {**engine_env, **(env or {})}, log)
         servers.append(server)
         return server
 

@@ -15,6 +15,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# Server flags that fit the tiny model and a 2-core, no-GPU machine (the HTTP twin of TINY_ENGINE_KWARGS).
+SERVER_DEFAULTS: tuple[str, ...] = (
+    "--enforce-eager",
+    "--max-model-len", "256",
+    "--dtype", "float32",
+    "--max-num-seqs", "4",
+    "--max-num-batched-tokens", "256",
+    "--kv-cache-memory-bytes", str(64 << 20),
+)  # fmt: skip
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -8,7 +8,6 @@ servers' log tails attached to its report.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,16 +15,7 @@ from typing import Any
 import pytest
 
 from vllm_scaffold.testing import engine
-from vllm_scaffold.testing.server import OpenAIServer
-
-SERVER_DEFAULTS: tuple[str, ...] = (
-    "--enforce-eager",
-    "--max-model-len", "256",
-    "--dtype", "float32",
-    "--max-num-seqs", "4",
-    "--max-num-batched-tokens", "256",
-    "--kv-cache-memory-bytes", str(64 << 20),
-)  # fmt: skip
+from vllm_scaffold.testing.server import SERVER_DEFAULTS, OpenAIServer
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +37,8 @@ def module_llm(
             return engines[key]
 
         yield get
-        if engines:
-            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-            for llm in engines.values():
-                llm.llm_engine.engine_core.shutdown()
-            engines.clear()
-            gc.collect()
-            cleanup_dist_env_and_memory()
+        engine.shutdown_engines(list(engines.values()))
+        engines.clear()
 
 
 @pytest.fixture(scope="module")
