@@ -128,7 +128,7 @@ def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
     targets = []
     for call in all_calls(ctx.package, frozenset({"register_oot"})):
         if "name" in call.keywords:
-            name = call.constant(-1, "name")
+            name = call.constant(None, "name")
         else:
             name = call.receiver.split(".")[-1] if call.receiver else None
         targets.append((call, name))

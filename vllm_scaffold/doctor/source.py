@@ -41,12 +41,13 @@ class Call:
     def where(self) -> str:
         return self.module.where(self.node)
 
-    def argument(self, position: int, keyword: str) -> ast.expr | None:
+    def argument(self, position: int | None, keyword: str) -> ast.expr | None:
+        """The argument passed as `keyword`, or at `position` (None: keyword-only)."""
         if keyword in self.keywords:
             return self.keywords[keyword]
-        return self.args[position] if len(self.args) > position else None
+        return self.args[position] if position is not None and len(self.args) > position else None
 
-    def constant(self, position: int, keyword: str) -> str | None:
+    def constant(self, position: int | None, keyword: str) -> str | None:
         """The argument's string value: a literal, or a name bound to one at the module's top level."""
         value = self.argument(position, keyword)
         if isinstance(value, ast.Name):
