@@ -89,10 +89,15 @@ class MyDecoderAttention(nn.Module):
             total_heads,
             total_kv_heads,
             bias=False,
+            quant_config=vllm_config.quant_config,
             prefix=f"{prefix}.qkv_proj",
         )
         self.o_proj = RowParallelLinear(
-            total_heads * self.head_dim, config.hidden_size, bias=False, prefix=f"{prefix}.o_proj"
+            total_heads * self.head_dim,
+            config.hidden_size,
+            bias=False,
+            quant_config=vllm_config.quant_config,
+            prefix=f"{prefix}.o_proj",
         )
         self.rotary_emb = get_rope(
             self.head_dim,
@@ -123,10 +128,18 @@ class MyDecoderMLP(nn.Module):
         super().__init__()
         config = vllm_config.model_config.hf_config
         self.gate_up_proj = MergedColumnParallelLinear(
-            config.hidden_size, [config.intermediate_size] * 2, bias=False, prefix=f"{prefix}.gate_up_proj"
+            config.hidden_size,
+            [config.intermediate_size] * 2,
+            bias=False,
+            quant_config=vllm_config.quant_config,
+            prefix=f"{prefix}.gate_up_proj",
         )
         self.down_proj = RowParallelLinear(
-            config.intermediate_size, config.hidden_size, bias=False, prefix=f"{prefix}.down_proj"
+            config.intermediate_size,
+            config.hidden_size,
+            bias=False,
+            quant_config=vllm_config.quant_config,
+            prefix=f"{prefix}.down_proj",
         )
         self.act_fn = SiluAndMul()
 
