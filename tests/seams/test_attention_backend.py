@@ -6,19 +6,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from tests.seams.seam_helpers import (
+from seam_helpers import (
     assert_lint_clean,
     assert_refused,
-    general_plugin_host,
     run_package_tests,
     scaffold,
 )
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Path:
-    return general_plugin_host(tmp_path)
 
 
 def test_add_with_a_name_of_its_own_next_to_a_general_plugin(host: Path, tmp_path: Path) -> None:

@@ -8,17 +8,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
+from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, scaffold
 
 from vllm_scaffold.catalog import get_seam
 from vllm_scaffold.rendering import questions
 
 OPS: dict[str, dict[str, str]] = get_seam("custom-op").extra["ops"]  # type: ignore[assignment]
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Path:
-    return general_plugin_host(tmp_path)
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -7,12 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Path:
-    return general_plugin_host(tmp_path)
+from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, scaffold
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, assert_refused, general_plugin_host, run_package_tests, scaffold
+from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, scaffold
 
 from vllm_scaffold.rendering import questions
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Path:
-    return general_plugin_host(tmp_path)
 
 
 def test_refused_names_are_exactly_vllms_built_in_methods() -> None:
