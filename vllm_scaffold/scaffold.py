@@ -80,8 +80,8 @@ def add_to_project(
     project = Project.load(root.absolute())
     changes = Changeset(project.root)
     add_component(changes, project, seam, name, data, module=name, interactive=interactive)
-    changes.check()
-    lines = changes.describe()
-    if not dry_run:
-        changes.apply()
-    return Result(project.root, lines)
+    if dry_run:
+        changes.check()
+    else:
+        changes.apply()  # checks first, writes only if everything checks
+    return Result(project.root, changes.describe())
