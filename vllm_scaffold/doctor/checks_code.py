@@ -95,21 +95,6 @@ def attention(ctx: Context) -> list[Finding]:
     return findings
 
 
-def quantization_names(ctx: Context) -> list[Finding]:
-    in_tree = vllm_facts.in_tree_quantization_methods()
-    return [
-        warning(
-            "quant-shadows-in-tree",
-            call.where,
-            f"'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
-            "checkpoint tagged with it",
-            "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
-        )
-        for call in all_calls(ctx.package, frozenset({"register_quantization_config"}))
-        if (name := call.constant(0, "quantization")) is not None and name in in_tree
-    ]
-
-
 def linear_kernel_kinds(ctx: Context) -> list[Finding]:
     return [
         error(
@@ -175,6 +160,31 @@ def custom_ops(ctx: Context) -> list[Finding]:
     return findings
 
 
+def _registered_names_in(
+    ctx: Context, function: str, argument: str, in_tree: frozenset[str]
+) -> list[tuple[Call, str]]:
+    """(call, name) for each `function(...)` call whose first (or `argument`) constant names an in-tree entry."""
+    return [
+        (call, name)
+        for call in all_calls(ctx.package, frozenset({function}))
+        if (name := call.constant(0, argument)) is not None and name in in_tree
+    ]
+
+
+def quantization_names(ctx: Context) -> list[Finding]:
+    in_tree = vllm_facts.in_tree_quantization_methods()
+    return [
+        warning(
+            "quant-shadows-in-tree",
+            call.where,
+            f"'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
+            "checkpoint tagged with it",
+            "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
+        )
+        for call, name in _registered_names_in(ctx, "register_quantization_config", "quantization", in_tree)
+    ]
+
+
 def kv_connector_names(ctx: Context) -> list[Finding]:
     in_tree = vllm_facts.in_tree_kv_connectors()
     return [
@@ -184,8 +194,7 @@ def kv_connector_names(ctx: Context) -> list[Finding]:
             f"'{name}' is already registered in-tree: register_connector raises ValueError in every process",
             "register under a new name, or select the class with kv_connector_module_path instead",
         )
-        for call in all_calls(ctx.package, frozenset({"register_connector"}))
-        if (name := call.constant(0, "name")) is not None and name in in_tree
+        for call, name in _registered_names_in(ctx, "register_connector", "name", in_tree)
     ]
 
 
@@ -195,12 +204,11 @@ def model_architectures(ctx: Context) -> list[Finding]:
         warning(
             "model-shadows-in-tree",
             call.where,
-            f"architecture '{arch}' is in-tree: the plugin silently replaces vLLM's implementation for every "
+            f"architecture '{name}' is in-tree: the plugin silently replaces vLLM's implementation for every "
             "checkpoint that names it",
             "register a new architecture name and set it in the checkpoint's config.json (or --hf-overrides)",
         )
-        for call in all_calls(ctx.package, frozenset({"register_model"}))
-        if (arch := call.constant(0, "model_arch")) is not None and arch in in_tree
+        for call, name in _registered_names_in(ctx, "register_model", "model_arch", in_tree)
     ]
 
 
