@@ -8,19 +8,6 @@ from pathlib import Path
 import pytest
 from seam_helpers import assert_refused
 
-from vllm_scaffold.architectures import DATA_FILE, render_data
-from vllm_scaffold.rendering import templates_root
-
-
-def test_the_in_tree_list_matches_the_installed_vllm() -> None:
-    pytest.importorskip("vllm")
-    import vllm
-
-    from vllm_scaffold.architectures import in_tree_architectures
-
-    data = (templates_root() / "_shared" / DATA_FILE).read_text()
-    assert data == render_data(vllm.__version__, in_tree_architectures()), "run python -m vllm_scaffold.architectures"
-
 
 def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> None:
     done = cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
