@@ -4,6 +4,9 @@ Loaded in any pytest run of an environment where vllm-scaffold is installed; it 
 Triton at load time, so kernel tests also run where vLLM is absent.
 
 - `gpu` marker: skipped with a clear reason when CUDA is not available.
+- `slow` marker and `--slow` option: tests that start extra processes (multiprocessing, tensor parallelism,
+  the HTTP server) are deselected from a plain `pytest` run, so the inner loop stays short; `pytest --slow`
+  (what the generated CI runs) runs them as well, and so does a `-m` expression that names `slow`.
 - Without CUDA, `TRITON_INTERPRET=1` is set before any test module imports Triton, so `@triton.jit`
   kernels run on CPU tensors through the interpreter.
 - `tiny_llama`: a tiny random Llama with its tokenizer, built once per session (or once per cache
@@ -42,8 +45,20 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        default=False,
+        help="also run tests marked slow (multiprocessing, tensor parallelism, the HTTP server)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped without one")
+    config.addinivalue_line(
+        "markers", "slow: starts extra processes (multiprocessing, tensor parallelism, the HTTP server); needs --slow"
+    )
     config.addinivalue_line("markers", "engine: starts a real vLLM engine")
     if "TRITON_INTERPRET" not in os.environ and not cuda_available():
         os.environ["TRITON_INTERPRET"] = "1"
@@ -69,12 +84,23 @@ def _expose_plugin_under_test(root: Path) -> Path | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _deselect_slow(config, items)
     if not any(item.get_closest_marker("gpu") for item in items) or cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+def _deselect_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --slow, tests marked slow are deselected (reported as such), unless `-m` names the marker."""
+    if config.getoption("slow") or "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture(scope="session")
