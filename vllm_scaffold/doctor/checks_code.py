@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from vllm_scaffold.doctor import installed as vllm_facts
 from vllm_scaffold.doctor.context import Context
-from vllm_scaffold.doctor.findings import Finding, error, warning
+from vllm_scaffold.doctor.findings import Finding, error, info, warning
+from vllm_scaffold.doctor.guards import GuardKind, guards
+from vllm_scaffold.doctor.package import DeclaredEntryPoint, Module
+from vllm_scaffold.doctor.reach import reached_functions
 from vllm_scaffold.doctor.source import (
     Call,
     aliases,
@@ -80,8 +84,10 @@ def attention(ctx: Context) -> list[Finding]:
                     f"{member[1]} everywhere is the intent (on CPU it is the only way in)",
                 )
             )
+    # the plugin's own model runner may call it: then it is not dead code
+    called = _calls_method(ctx, "get_kv_cache_shape")
     for module, node, _bases in classes(ctx.package):
-        for stmt in node.body:
+        for stmt in node.body if not called else ():
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "get_kv_cache_shape":
                 findings.append(
                     warning(
@@ -93,6 +99,113 @@ def attention(ctx: Context) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def attention_custom_claims(ctx: Context) -> list[Finding]:
+    """Two backends of one package on AttentionBackendEnum.CUSTOM: the later registration replaces the other."""
+    claims: list[tuple[Call, str]] = []
+    for call in all_calls(ctx.package, frozenset({"register_backend"})):
+        member = _enum_member(call.argument(0, "backend"), aliases(call.module))
+        if member == ("AttentionBackendEnum", "CUSTOM"):
+            target = call.argument(1, "class_path")
+            claims.append((call, ast.unparse(target) if target is not None else call.where))
+    distinct = list(dict.fromkeys(target for _call, target in claims))
+    if len(distinct) < 2:
+        return []
+    first_call, first = claims[0]
+    return [
+        error(
+            "attention-custom-twice",
+            call.where,
+            f"{target} and {first} (at {first_call.where}) both register as AttentionBackendEnum.CUSTOM; there is "
+            "one CUSTOM slot, so whichever registers last replaces the other in every process",
+            'register one backend as CUSTOM and the other under a dynamic upper-case name (register_backend("FX_'
+            'OTHER", class_path=...)), selected with --attention-backend FX_OTHER',
+        )
+        for call, target in claims
+        if target != first
+    ]
+
+
+_MAX_READERS = {"max", "amax", "argmax", "topk", "sort", "argsort", "max_"}
+
+
+def logits_argmax_masks(ctx: Context) -> list[Finding]:
+    """`is_argmax_invariant()` returning True tells vLLM to skip the processor for greedy requests; an apply()
+    that writes into the logits without keeping the top one (as min-p does) is then silently ignored for them."""
+    findings = []
+    for module, node, _bases in classes(ctx.package):
+        methods = {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        claim, apply = methods.get("is_argmax_invariant"), methods.get("apply")
+        if claim is None or apply is None or not _always_returns_true(claim):
+            continue
+        change = _writes_logits(apply)
+        if change is None or _reads_maximum(apply):
+            continue
+        findings.append(
+            warning(
+                "logits-argmax-masks",
+                module.where(claim),
+                f"{node.name}.is_argmax_invariant() returns True, but apply() changes the logits "
+                f"({module.where(change)}: {ast.unparse(change).splitlines()[0][:60]}) without keeping the highest "
+                "one: vLLM skips argmax-invariant processors for greedy requests, so they silently ignore it",
+                "return False from is_argmax_invariant() (or keep the top logit, as min-p does)",
+            )
+        )
+    return findings
+
+
+def _always_returns_true(method: ast.AST) -> bool:
+    returns = [n for n in ast.walk(method) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Constant) and r.value.value is True for r in returns)
+
+
+def _writes_logits(apply: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST | None:
+    """The first statement or call of apply() that changes its logits argument, if any."""
+    params = [a.arg for a in apply.args.args]
+    logits = params[1] if len(params) > 1 and params[0] == "self" else (params[0] if params else None)
+    if logits is None:
+        return None
+
+    def on_logits(expr: ast.expr) -> bool:
+        while isinstance(expr, (ast.Subscript, ast.Attribute)):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id == logits
+
+    for node in ast.walk(apply):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and on_logits(t) for t in targets):
+                return node
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and on_logits(node.func.value):
+            method = node.func.attr
+            if method.endswith("_") and not method.startswith("_") or method in {"masked_fill", "index_fill"}:
+                return node
+    return None
+
+
+def _reads_maximum(apply: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in _MAX_READERS)
+            or (isinstance(node.func, ast.Name) and node.func.id in _MAX_READERS)
+        )
+        for node in ast.walk(apply)
+    )
+
+
+def _calls_method(ctx: Context, name: str) -> bool:
+    """Whether the package itself calls a method or function called `name` anywhere."""
+    return any(
+        isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+            or (isinstance(node.func, ast.Name) and node.func.id == name)
+        )
+        for module in ctx.package.parsed()
+        for node in ast.walk(module.tree)
+    )
 
 
 def linear_kernel_kinds(ctx: Context) -> list[Finding]:
@@ -122,7 +235,7 @@ def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
 
 def custom_ops(ctx: Context) -> list[Finding]:
     targets = _oot_targets(ctx)
-    if not targets:
+    if not targets or not ctx.vllm.present:
         return []
     in_tree = vllm_facts.in_tree_custom_ops()
     findings = []
@@ -160,9 +273,7 @@ def custom_ops(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _registered_names_in(
-    ctx: Context, function: str, argument: str, in_tree: frozenset[str]
-) -> list[tuple[Call, str]]:
+def _registered_names_in(ctx: Context, function: str, argument: str, in_tree: frozenset[str]) -> list[tuple[Call, str]]:
     """(call, name) for each `function(...)` call whose first (or `argument`) constant names an in-tree entry."""
     return [
         (call, name)
@@ -172,6 +283,8 @@ def _registered_names_in(
 
 
 def quantization_names(ctx: Context) -> list[Finding]:
+    if not ctx.vllm.present:
+        return []
     in_tree = vllm_facts.in_tree_quantization_methods()
     return [
         warning(
@@ -185,8 +298,38 @@ def quantization_names(ctx: Context) -> list[Finding]:
     ]
 
 
+def _popped_registry_names(ctx: Context) -> set[str]:
+    """Names the package removes from a registry (`X._registry.pop("Name")`, `del X._registry["Name"]`), which
+    makes registering the same name again legitimate."""
+    names: set[str] = set()
+    for module in ctx.package.parsed():
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr.endswith("registry")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names.add(str(node.args[0].value))
+            elif isinstance(node, ast.Delete):
+                names.update(
+                    str(t.slice.value)
+                    for t in node.targets
+                    if isinstance(t, ast.Subscript)
+                    and isinstance(t.slice, ast.Constant)
+                    and isinstance(t.value, ast.Attribute)
+                    and t.value.attr.endswith("registry")
+                )
+    return names
+
+
 def kv_connector_names(ctx: Context) -> list[Finding]:
-    in_tree = vllm_facts.in_tree_kv_connectors()
+    if not ctx.vllm.present:
+        return []
+    in_tree = vllm_facts.in_tree_kv_connectors() - _popped_registry_names(ctx)
     return [
         error(
             "kv-connector-name-taken",
@@ -199,6 +342,8 @@ def kv_connector_names(ctx: Context) -> list[Finding]:
 
 
 def model_architectures(ctx: Context) -> list[Finding]:
+    if not ctx.vllm.present:
+        return []
     in_tree = vllm_facts.in_tree_model_architectures()
     return [
         warning(
@@ -223,6 +368,20 @@ def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:
     return False
 
 
+def _turns_async_scheduling_off(ctx: Context) -> bool:
+    """Whether the package sets `...async_scheduling = False` (a platform's check_and_update_config does)."""
+    for module in ctx.package.parsed():
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is False
+                and any(isinstance(t, ast.Attribute) and t.attr == "async_scheduling" for t in node.targets)
+            ):
+                return True
+    return False
+
+
 ASYNC_SCHEDULER = "vllm.v1.core.sched.async_scheduler.AsyncScheduler"
 
 
@@ -231,8 +390,9 @@ def schedulers(ctx: Context) -> list[Finding]:
     # A class combined with AsyncScheduler elsewhere (class XAsync(X, AsyncScheduler)) has an async variant.
     with_async_variant = {b.split(".")[-1] for _m, _n, bases in found if ASYNC_SCHEDULER in bases for b in bases}
     findings = []
+    async_off = _turns_async_scheduling_off(ctx)
     for module, node, bases in found:
-        if "vllm.v1.core.sched.scheduler.Scheduler" in bases and node.name not in with_async_variant:
+        if "vllm.v1.core.sched.scheduler.Scheduler" in bases and node.name not in with_async_variant and not async_off:
             findings.append(
                 warning(
                     "scheduler-not-async",
@@ -275,43 +435,137 @@ _SIDE_EFFECT_CALLS = {
     "subprocess.Popen",
     "os.system",
 }
+_ENVIRON_CALLS = {name for name in _SIDE_EFFECT_CALLS if name.startswith(("os.environ", "os.putenv"))}
+
+
+def _patched(name: str | None) -> bool:
+    return bool(name) and name.split(".")[0] in {"torch", "vllm"} and "." in name  # type: ignore[union-attr]
+
+
+def _side_effects(module: Module, node: ast.AST, *, all_kinds: bool) -> list[str]:
+    """What running `node` changes outside itself: os.environ writes and torch/vLLM attributes replaced
+    (monkeypatching); with `all_kinds` also global rebinding, printing, processes, files written, CUDA."""
+    table = aliases(module)
+    effects = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Global) and all_kinds:
+            effects.append(f"rebinds global {', '.join(child.names)}")
+        elif isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
+                if isinstance(target, ast.Subscript) and qualified(target.value, table) == "os.environ":
+                    effects.append("writes os.environ")
+                elif isinstance(target, ast.Attribute) and _patched(name := qualified(target, table)):
+                    effects.append(f"replaces {name}")
+        elif isinstance(child, ast.Call):
+            name = qualified(child.func, table)
+            if name in (_SIDE_EFFECT_CALLS if all_kinds else _ENVIRON_CALLS):
+                effects.append(f"calls {name}()")
+            elif name == "setattr" and len(child.args) >= 2 and _patched(owner := qualified(child.args[0], table)):
+                attribute = child.args[1].value if isinstance(child.args[1], ast.Constant) else "..."
+                effects.append(f"replaces {owner}.{attribute}")
+            elif (
+                all_kinds
+                and name == "open"
+                and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and set(a.value) & set("wax+")
+                    for a in [*child.args[1:2], *(k.value for k in child.keywords if k.arg == "mode")]
+                )
+            ):
+                effects.append("opens a file for writing")
+    return effects
+
+
+def _effects_through_calls(ctx: Context, module: Module, start: ast.AST, *, all_kinds: bool) -> list[str]:
+    """The side effects of `start` and of every package function it reaches, each saying through which call."""
+    found = []
+    for reached in reached_functions(ctx.package, module, start):  # type: ignore[arg-type]
+        through = "" if len(reached.via) == 1 else f" (through {' -> '.join(reached.via[1:])}() at {reached.where})"
+        found += [f"{effect}{through}" for effect in _side_effects(reached.module, reached.node, all_kinds=all_kinds)]
+    return list(dict.fromkeys(found))
+
+
+def _entry_point_functions(ctx: Context, group: str) -> Iterator[tuple[DeclaredEntryPoint, Module, ast.AST]]:
+    for ep in ctx.package.entry_points_in(group):
+        module = ctx.package.modules.get(ep.module)
+        node = function(module, ep.attr or "") if module else None
+        if module is not None and node is not None:
+            yield ep, module, node
 
 
 def platform_detectors(ctx: Context) -> list[Finding]:
     """vLLM calls each detector once during detection and again for the winner, in every process."""
     findings = []
-    for ep in ctx.package.entry_points_in(vllm_facts.PLATFORM):
-        module = ctx.package.modules.get(ep.module)
-        detector = function(module, ep.attr or "") if module else None
-        if detector is None:
-            continue
-        table = aliases(module)
-        effects = []
-        for node in ast.walk(detector):
-            if isinstance(node, ast.Global):
-                effects.append(f"rebinds global {', '.join(node.names)}")
-            elif isinstance(node, (ast.Assign, ast.AugAssign)):
-                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(target, ast.Subscript) and qualified(target.value, table) == "os.environ":
-                        effects.append("writes os.environ")
-            elif isinstance(node, ast.Call):
-                name = qualified(node.func, table)
-                if name in _SIDE_EFFECT_CALLS:
-                    effects.append(f"calls {name}()")
-                elif name == "open" and any(
-                    isinstance(a, ast.Constant) and isinstance(a.value, str) and set(a.value) & set("wax+")
-                    for a in [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "mode")]
-                ):
-                    effects.append("opens a file for writing")
+    for ep, module, detector in _entry_point_functions(ctx, vllm_facts.PLATFORM):
+        effects = _effects_through_calls(ctx, module, detector, all_kinds=True)
         if effects:
             findings.append(
                 warning(
                     "platform-detector-side-effects",
                     module.where(detector),
-                    f"platform detector {ep.attr}() {'; '.join(sorted(set(effects)))}: vLLM calls it at least "
+                    f"platform detector {ep.attr}() {'; '.join(sorted(effects))}: vLLM calls it at least "
                     "twice in every process, even when another platform wins",
                     "only probe and return the Platform's dotted path or None; move setup into the Platform "
                     "class (check_and_update_config, pre_register_and_update)",
+                )
+            )
+        if not _can_return_none(detector):
+            findings.append(
+                error(
+                    "platform-detector-always-claims",
+                    module.where(detector),
+                    f"platform detector {ep.attr}() never returns None, so it claims the platform on every "
+                    "machine: on a GPU host it replaces CUDA, and next to another out-of-tree platform vLLM "
+                    "raises because two platforms are active",
+                    "return the Platform's dotted path only when the device is present (a device file, a driver "
+                    "library, an environment variable), and None otherwise",
+                )
+            )
+    return findings
+
+
+def _can_return_none(node: ast.AST) -> bool:
+    """Whether the function can return None: `return`, `return None`, a value that may be None, or falling off
+    its end. Only a function whose every exit returns a non-None literal or name-free expression claims always."""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    for ret in returns:
+        value = ret.value
+        if value is None or not isinstance(value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+            return True  # a bare return, a variable, a call or a conditional may be None
+        if isinstance(value, ast.Constant) and value.value is None:
+            return True
+    return _falls_through(node.body)  # type: ignore[attr-defined]
+
+
+def _falls_through(body: list[ast.stmt]) -> bool:
+    if not body:
+        return True
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return False
+    if isinstance(last, ast.If):
+        return _falls_through(last.body) or _falls_through(last.orelse)
+    if isinstance(last, (ast.Try, ast.TryStar)):
+        return _falls_through(last.body + last.orelse) or any(_falls_through(h.body) for h in last.handlers)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _falls_through(last.body)
+    return True
+
+
+def general_plugin_side_effects(ctx: Context) -> list[Finding]:
+    """register() runs in every vLLM process: environment writes and monkeypatches there apply everywhere."""
+    findings = []
+    for ep, module, node in _entry_point_functions(ctx, vllm_facts.GENERAL):
+        effects = _effects_through_calls(ctx, module, node, all_kinds=False)
+        if effects:
+            findings.append(
+                warning(
+                    "general-plugin-side-effects",
+                    module.where(node),
+                    f"general plugin {ep.attr}() {'; '.join(sorted(effects))}: it runs in every vLLM process "
+                    "(front end, engine core, workers), so the change applies to every model, and a patched "
+                    "vLLM or torch attribute breaks silently when that attribute is renamed",
+                    "use vLLM's registration APIs; set environment in the launcher or the Platform class; if "
+                    "the patch is intended, mark it with # doctor: ignore[general-plugin-side-effects]",
                 )
             )
     return findings
@@ -349,11 +603,15 @@ def _io_mismatch(where: str, used: str, names: set[str]) -> Finding:
 
 
 def vllm_imports(ctx: Context) -> list[Finding]:
-    """Every vllm.* import must exist in the installed vLLM: the first thing that breaks on an upgrade."""
+    """Every vllm.* import must exist in the installed vLLM: the first thing that breaks on an upgrade.
+
+    Imports under `if TYPE_CHECKING:` never run; a guarded one (try/except ImportError, a version condition) is
+    planned for, so it is reported as what silently switches off on this vLLM."""
     if not ctx.vllm.present:
         return []
     findings = []
     for module in ctx.package.parsed():
+        guarded = guards(module)
         for node in ast.walk(module.tree):
             if isinstance(node, ast.Import):
                 targets = [(alias.name, None) for alias in node.names]
@@ -361,25 +619,45 @@ def vllm_imports(ctx: Context) -> list[Finding]:
                 targets = [(resolve_relative(module, node), alias.name) for alias in node.names]
             else:
                 continue
+            guard = guarded.get(id(node))
+            if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
+                continue
             for source, name in targets:
-                if not (source == "vllm" or source.startswith("vllm.")):
+                missing = _missing_vllm_name(source, name)
+                if missing is None:
                     continue
-                if not vllm_facts.vllm_module_exists(source):
-                    missing = f"module {source}"
-                elif name is None or name == "*" or vllm_facts.vllm_module_exists(f"{source}.{name}"):
-                    continue
-                else:
-                    known = vllm_facts.vllm_module_names(source)
-                    if known is None or name in known:
-                        continue
-                    missing = f"{source}.{name}"
-                findings.append(
-                    error(
-                        "vllm-import-missing",
-                        module.where(node),
-                        f"{missing} does not exist in the installed vLLM {ctx.vllm.version}",
-                        "import it from where this vLLM defines it (search site-packages/vllm), or guard the "
-                        "import for the versions that have it",
+                absent = f"{missing} does not exist in the installed vLLM {ctx.vllm.version}"
+                if guard is None:
+                    findings.append(
+                        error(
+                            "vllm-import-missing",
+                            module.where(node),
+                            absent,
+                            "import it from where this vLLM defines it (search site-packages/vllm), or guard the "
+                            "import for the versions that have it",
+                        )
                     )
-                )
+                else:
+                    findings.append(
+                        info(
+                            "vllm-import-guarded",
+                            module.where(node),
+                            f"{absent}; the import is guarded ({guard.kind}), so on this vLLM "
+                            f"{guard.consequence(module)}",
+                            "nothing to do if that is intended here; otherwise import it from where this vLLM "
+                            "defines it",
+                        )
+                    )
     return findings
+
+
+def _missing_vllm_name(source: str, name: str | None) -> str | None:
+    """What of `from source import name` (or `import source`) the installed vLLM lacks, or None."""
+    if not (source == "vllm" or source.startswith("vllm.")):
+        return None
+    if not vllm_facts.vllm_module_exists(source):
+        return f"module {source}"
+    if name is None or name == "*" or vllm_facts.vllm_module_exists(f"{source}.{name}"):
+        return None
+    known = vllm_facts.vllm_module_names(source)
+    return None if known is None or name in known else f"{source}.{name}"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+
+from vllm_scaffold.doctor.codes import severity_of
+
+# `where` of a finding in a file: "path/to/file.py:12" (or a bare "path/to/file.py").
+_FILE_PLACE = re.compile(r"(?P<file>[\w./-]+\.(?:py|toml|cfg|txt))(?::(?P<line>\d+))?")
 
 
 class Severity(StrEnum):
@@ -23,17 +29,44 @@ class Finding:
     where: str
     message: str
     fix: str
+    suppressed: str | None = None  # what suppressed it ("# doctor: ignore[...] at file:line", ...), or None
+
+    def __post_init__(self) -> None:
+        registered = severity_of(self.code)
+        if registered != self.severity.value:
+            raise ValueError(f"doctor code {self.code} is registered as {registered}, reported as {self.severity}")
+
+    @property
+    def location(self) -> tuple[str, int | None] | None:
+        """(file relative to the package root, line) when the finding is in a file."""
+        match = _FILE_PLACE.fullmatch(self.where)
+        if match is None:
+            return None
+        return match["file"], int(match["line"]) if match["line"] else None
+
+    def suppress(self, reason: str) -> Finding:
+        return replace(self, suppressed=reason)
 
     def as_json(self) -> dict[str, str]:
         data = asdict(self)
         data["severity"] = self.severity.value
+        if self.suppressed is None:
+            del data["suppressed"]
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, str]) -> Finding:
-        return cls(Severity(data["severity"]), data["code"], data["where"], data["message"], data["fix"])
+        return cls(
+            Severity(data["severity"]),
+            data["code"],
+            data["where"],
+            data["message"],
+            data["fix"],
+            data.get("suppressed"),
+        )
 
 
+# Each must match the severity codes.toml registers for `code` (Finding checks).
 def error(code: str, where: str, message: str, fix: str) -> Finding:
     return Finding(Severity.ERROR, code, where, message, fix)
 
@@ -66,12 +99,21 @@ class Report:
         self.findings.sort(key=lambda f: (f.severity.rank, f.code, f.where))
 
     @property
+    def active(self) -> list[Finding]:
+        """The findings no suppression covers."""
+        return [f for f in self.findings if f.suppressed is None]
+
+    @property
+    def suppressed(self) -> list[Finding]:
+        return [f for f in self.findings if f.suppressed is not None]
+
+    @property
     def codes(self) -> set[str]:
-        return {f.code for f in self.findings}
+        return {f.code for f in self.active}
 
     @property
     def has_error(self) -> bool:
-        return any(f.severity is Severity.ERROR for f in self.findings)
+        return any(f.severity is Severity.ERROR for f in self.active)
 
     def as_json(self) -> dict[str, object]:
         return {

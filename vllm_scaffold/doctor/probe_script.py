@@ -11,12 +11,14 @@ general plugin one at a time, diffing the registries around each call. Findings 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.metadata
 import inspect
 import json
 import re
+import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -76,6 +78,16 @@ class _TorchWatch(importlib.abc.MetaPathFinder):
         return None
 
 
+@functools.cache
+def vllm_imports_torch() -> bool:
+    """Whether `import vllm` alone imports torch (it does in 0.32): then every vLLM process has torch before
+    any plugin loads, and a plugin importing it costs nothing more. Asked in a fresh interpreter, since this
+    one has already imported the plugin."""
+    code = "import sys, vllm; print('torch' in sys.modules)"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    return completed.stdout.strip().endswith("True")
+
+
 def probe_imports(own: list[dict[str, str]]) -> None:
     sys.meta_path.insert(0, _TorchWatch())
     seen: set[str] = set()
@@ -110,7 +122,7 @@ def probe_imports(own: list[dict[str, str]]) -> None:
                 "does nothing",
                 "fix the import (run `python -c 'import " + module + "'` with only this package installed)",
             )
-        elif ep["group"] in EVERY_PROCESS and not had_torch and "torch" in sys.modules:
+        elif ep["group"] in EVERY_PROCESS and not had_torch and "torch" in sys.modules and not vllm_imports_torch():
             report(
                 "warning",
                 "import-cost-torch",

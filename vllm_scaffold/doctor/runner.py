@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from vllm_scaffold.doctor import checks_code, checks_metadata
+from vllm_scaffold.doctor import checks_code, checks_manifest, checks_metadata, suppress
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, Report
 from vllm_scaffold.doctor.package import PluginPackage
@@ -22,6 +22,8 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_metadata.vllm_version,
     checks_code.registration_timing,
     checks_code.attention,
+    checks_code.attention_custom_claims,
+    checks_code.logits_argmax_masks,
     checks_code.quantization_names,
     checks_code.linear_kernel_kinds,
     checks_code.custom_ops,
@@ -29,8 +31,11 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.model_architectures,
     checks_code.schedulers,
     checks_code.platform_detectors,
+    checks_code.general_plugin_side_effects,
     checks_code.io_processor_names,
     checks_code.vllm_imports,
+    checks_manifest.components_registered,
+    checks_manifest.version_specifiers,
 )
 
 _UNSET = object()
@@ -51,8 +56,11 @@ def diagnose(
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
     ctx = Context.build(package, plugins, environ)  # type: ignore[arg-type]
-    report = Report(package=package.dist_name, vllm=f"{ctx.vllm.distribution} {ctx.vllm.version}")
+    vllm = f"{ctx.vllm.distribution} {ctx.vllm.version}" if ctx.vllm.present else "no vLLM (not installed)"
+    report = Report(package=package.dist_name, vllm=vllm)
     report.add(_syntax_errors(package))
+    if not ctx.vllm.present:
+        report.add([_vllm_not_installed()])
     for check in STATIC_CHECKS:
         report.add(check(ctx))
     report.timings["static"] = time.perf_counter() - started
@@ -75,7 +83,21 @@ def diagnose(
         except ProbeFailed as failure:
             report.live = f"failed: {failure}"
         report.timings["live"] = time.perf_counter() - probe_started
+    report.findings = suppress.apply(package, report.findings)
     return report
+
+
+def _vllm_not_installed() -> Finding:
+    from vllm_scaffold.doctor.findings import info
+
+    return info(
+        "vllm-not-installed",
+        "the environment",
+        "vLLM is not installed here, so the checks that compare the plugin with vLLM's own names and APIs "
+        "(in-tree CustomOps, quantization methods, KV connectors, models, vllm.* imports, versions, signatures) "
+        "and the live probe were skipped",
+        "run doctor where the plugin's vLLM is installed for the full check",
+    )
 
 
 def _syntax_errors(package: PluginPackage) -> list[Finding]:

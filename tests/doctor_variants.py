@@ -1,0 +1,337 @@
+"""Doctor fixture packages written from a few lines each, instead of whole copied packages.
+
+Every variant is the same minimal plugin (a pyproject.toml with a `vllm.general_plugins` entry point, an
+import package `fx_<name>` whose `plugin.py` holds `register()`) plus the files and pyproject lines that make
+it what it is. BROKEN variants trigger exactly the code they are named for (plus `also`); CLEAN variants are
+patterns real plugins use on purpose, which doctor must not report (or only as `also`, e.g. an info).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from textwrap import dedent
+
+REGISTER = '''\
+"""The general plugin: vLLM calls register() in every process."""
+
+
+def register() -> None:
+    """Nothing to register."""
+'''
+
+
+@dataclass(frozen=True)
+class Variant:
+    files: dict[str, str]  # path inside the import package -> source (dedented); plugin.py replaces the default
+    pyproject: str = ""  # TOML appended to pyproject.toml
+    general_plugin: bool = True  # declare the vllm.general_plugins entry point plugin:register
+    also: frozenset[str] = field(default_factory=frozenset)  # codes expected besides the variant's own
+
+
+def package_name(name: str) -> str:
+    return "fx_" + name.replace("-", "_")
+
+
+def write(name: str, variant: Variant, dest: Path) -> Path:
+    """Writes the variant's package under dest/name and returns its root."""
+    package = package_name(name)
+    root = dest / name
+    source = root / "src" / package
+    source.mkdir(parents=True)
+    files = {"__init__.py": f'"""Doctor fixture: {name}."""\n', "plugin.py": REGISTER, **variant.files}
+    for path, text in files.items():
+        (source / path).parent.mkdir(parents=True, exist_ok=True)
+        (source / path).write_text(dedent(text).lstrip("\n"), encoding="utf-8")
+    entry = f'[project.entry-points."vllm.general_plugins"]\n{package} = "{package}.plugin:register"\n'
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling>=1.21"]\nbuild-backend = "hatchling.build"\n\n'
+        f'[project]\nname = "{package.replace("_", "-")}"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n'
+        "dependencies = []\n\n"
+        + (entry if variant.general_plugin else "")
+        + f'\n[tool.hatch.build.targets.wheel]\npackages = ["src/{package}"]\n'
+        + (dedent(variant.pyproject) if variant.pyproject else ""),
+        encoding="utf-8",
+    )
+    return root
+
+
+# Patterns that must not be reported (beyond `also`).
+CLEAN: dict[str, Variant] = {
+    "type-checking-import": Variant(
+        {
+            "plugin.py": '''
+            """Imports a name 0.32 lacks for annotations only."""
+            from typing import TYPE_CHECKING
+
+            if TYPE_CHECKING:
+                from vllm.config import MultiStepConfig  # absent in 0.32, never imported at run time
+
+
+            def register(config: "MultiStepConfig | None" = None) -> None:
+                """Nothing to register."""
+            '''
+        }
+    ),
+    "kv-connector-popped": Variant(
+        {
+            "plugin.py": '''
+            """Replaces an in-tree KV connector on purpose, removing vLLM's entry first."""
+
+
+            def register() -> None:
+                from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+                KVConnectorFactory._registry.pop("ExampleConnector", None)
+                KVConnectorFactory.register_connector(
+                    "ExampleConnector", "fx_kv_connector_popped.connector", "FxConnector"
+                )
+            '''
+        }
+    ),
+    "own-kv-cache-shape-caller": Variant(
+        {
+            "backend.py": '''
+            """An attention backend whose cache layout the plugin's own model runner asks for."""
+
+
+            class FxBackend:
+                @staticmethod
+                def get_kv_cache_shape(num_blocks: int, block_size: int, num_kv_heads: int, head_size: int):
+                    return (2, num_blocks, block_size, num_kv_heads, head_size)
+            ''',
+            "runner.py": '''
+            """The plugin's model runner allocates the KV cache itself."""
+            from fx_own_kv_cache_shape_caller.backend import FxBackend
+
+
+            def kv_cache_shape(num_blocks: int) -> tuple[int, ...]:
+                return FxBackend.get_kv_cache_shape(num_blocks, 16, 8, 64)
+            ''',
+        }
+    ),
+    "sync-scheduler-platform": Variant(
+        {
+            "scheduler.py": '''
+            """A synchronous scheduler; the plugin's platform turns async scheduling off."""
+            from vllm.v1.core.sched.scheduler import Scheduler
+
+
+            class FxScheduler(Scheduler):
+                pass
+            ''',
+            "platform.py": '''
+            """The platform: async scheduling is not supported on this device."""
+
+
+            class FxPlatform:
+                @classmethod
+                def check_and_update_config(cls, vllm_config) -> None:
+                    vllm_config.scheduler_config.async_scheduling = False
+            ''',
+        }
+    ),
+    "suppressed-on-the-line": Variant(
+        {
+            "plugin.py": '''
+            """Replaces vLLM's Llama on purpose (a hardware plugin's tuned implementation)."""
+
+
+            def register() -> None:
+                from vllm import ModelRegistry
+
+                ModelRegistry.register_model(
+                    "LlamaForCausalLM", "fx_suppressed_on_the_line.model:FxLlama"
+                )  # doctor: ignore[model-shadows-in-tree]
+            '''
+        }
+    ),
+}
+
+# Each triggers exactly the code it is named for (plus `also`).
+BROKEN: dict[str, Variant] = {
+    "vllm-import-guarded": Variant(
+        {
+            "plugin.py": '''
+            """Uses a fused MoE kernel where vLLM has it."""
+            try:
+                from vllm.model_executor.layers.fused_moe import fused_experts_fx
+
+                HAS_FX_MOE = True
+            except ImportError:
+                HAS_FX_MOE = False
+
+
+            def register() -> None:
+                """Nothing to register."""
+            '''
+        }
+    ),
+    "platform-detector-always-claims": Variant(
+        {
+            "platform.py": '''
+            """Platform detection for the Fx accelerator."""
+
+
+            def detect() -> str | None:
+                return "fx_platform_detector_always_claims.platform_impl.FxPlatform"
+            ''',
+            "platform_impl.py": '''
+            """The Fx platform."""
+
+
+            class FxPlatform:
+                device_name = "fx"
+            ''',
+        },
+        pyproject="""
+        [project.entry-points."vllm.platform_plugins"]
+        fx = "fx_platform_detector_always_claims.platform:detect"
+        """,
+    ),
+    "general-plugin-side-effects": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: tunes torch for the Fx device."""
+            from fx_general_plugin_side_effects.tuning import tune
+
+
+            def register() -> None:
+                tune()
+            ''',
+            "tuning.py": '''
+            """Process-wide settings."""
+            import os
+
+
+            def tune() -> None:
+                os.environ["FX_THREADS"] = "8"
+                _patch()
+
+
+            def _patch() -> None:
+                import torch
+
+                torch.backends.fx_enabled = True
+            ''',
+        }
+    ),
+    "attention-custom-twice": Variant(
+        {
+            "plugin.py": '''
+            """Registers the paged and the sparse backend."""
+
+
+            def register() -> None:
+                from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+                register_backend(AttentionBackendEnum.CUSTOM, class_path="fx_attention_custom_twice.paged.Paged")
+                register_backend(AttentionBackendEnum.CUSTOM, class_path="fx_attention_custom_twice.sparse.Sparse")
+            '''
+        }
+    ),
+    "logits-argmax-masks": Variant(
+        {
+            "processor.py": '''
+            """Bans tokens for the requests that ask for it."""
+            import torch
+
+
+            class FxBanProcessor:
+                def __init__(self) -> None:
+                    self.banned: dict[int, list[int]] = {}
+
+                def is_argmax_invariant(self) -> bool:
+                    return True
+
+                def apply(self, logits: torch.Tensor) -> torch.Tensor:
+                    for row, tokens in self.banned.items():
+                        logits[row, tokens] = float("-inf")
+                    return logits
+            '''
+        }
+    ),
+    "vllm-range-invalid": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin, with the range of vLLM it was written for."""
+            SUPPORTED_VLLM = ">=0.32.0 <0.33"
+
+
+            def register() -> None:
+                from packaging.specifiers import SpecifierSet
+
+                SpecifierSet(SUPPORTED_VLLM)
+            '''
+        }
+    ),
+    "component-not-registered": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: runs each component's registration."""
+            from importlib import import_module
+
+            COMPONENT_REGISTRATIONS: tuple[str, ...] = ()
+
+
+            def register() -> None:
+                for target in COMPONENT_REGISTRATIONS:
+                    module_name, _, function_name = target.partition(":")
+                    getattr(import_module(module_name), function_name)()
+            ''',
+            "kv/__init__.py": '"""The KV connector component."""\n',
+            "kv/registration.py": '''
+            """Registers the connector."""
+
+
+            def register() -> None:
+                from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+                KVConnectorFactory.register_connector("FxConnector", "fx_component_not_registered.kv.c", "C")
+            ''',
+        },
+        pyproject="""
+        [tool.vllm-scaffold]
+        package = "fx_component_not_registered"
+
+        [[tool.vllm-scaffold.components]]
+        seam = "kv-connector"
+        name = "fx"
+        module = "fx_component_not_registered.kv"
+        object = "fx_component_not_registered.kv.c:C"
+        """,
+    ),
+}
+
+# What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
+CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "type-checking-import": ("plugin.py", "if TYPE_CHECKING:", "if True:", "vllm-import-missing"),
+    "kv-connector-popped": (
+        "plugin.py",
+        'KVConnectorFactory._registry.pop("ExampleConnector", None)',
+        "pass",
+        "kv-connector-name-taken",
+    ),
+    "own-kv-cache-shape-caller": (
+        "runner.py",
+        "return FxBackend.get_kv_cache_shape(num_blocks, 16, 8, 64)",
+        "return (num_blocks,)",
+        "attention-kv-cache-shape",
+    ),
+    "sync-scheduler-platform": (
+        "platform.py",
+        "async_scheduling = False",
+        "async_scheduling = True",
+        "scheduler-not-async",
+    ),
+    "suppressed-on-the-line": ("plugin.py", "# doctor: ignore[model-shadows-in-tree]", "", "model-shadows-in-tree"),
+}
+
+
+def write_contrast(name: str, dest: Path) -> Path:
+    """The CLEAN variant `name` without what makes it intended."""
+    file, text, replacement, _code = CONTRASTS[name]
+    variant = CLEAN[name]
+    source = dedent(variant.files[file])
+    assert text in source, f"{name}: {text!r} is not in {file}"
+    return write(name, Variant({**variant.files, file: source.replace(text, replacement)}, variant.pyproject), dest)

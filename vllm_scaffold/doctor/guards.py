@@ -1,0 +1,125 @@
+"""Which code of a module runs only under a guard: `if TYPE_CHECKING:`, `try: ... except ImportError:`, or a
+vLLM version condition.
+
+A missing vLLM name under `TYPE_CHECKING` never runs; under an import guard or a version condition the plugin
+has already planned for it, and what matters is what silently switches off on the installed vLLM.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import StrEnum
+
+from vllm_scaffold.doctor.package import Module
+
+# Handlers that catch a failing import.
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+class GuardKind(StrEnum):
+    TYPE_CHECKING = "TYPE_CHECKING"
+    IMPORT_ERROR = "import guard"
+    VLLM_VERSION = "vLLM version condition"
+
+
+@dataclass(frozen=True)
+class Guard:
+    kind: GuardKind
+    node: ast.Try | ast.If | ast.With  # the guarding statement
+
+    def consequence(self, module: Module) -> str:
+        """What runs instead on a vLLM where the guarded code fails, in words."""
+        where = module.where(self.node)
+        if isinstance(self.node, ast.Try):
+            handler = self.node.handlers[0] if self.node.handlers else None
+            instead = f"the except branch at {module.where(handler)} runs instead" if handler else "it is skipped"
+            body = _describe(self.node.body)
+            return f"the rest of the try block at {where} ({body}) silently switches off and {instead}"
+        if isinstance(self.node, ast.With):
+            return f"the rest of the block at {where} ({_describe(self.node.body)}) silently switches off"
+        return f"the branch of the version condition at {where} that needs it is for another vLLM"
+
+
+def _describe(body: list[ast.stmt]) -> str:
+    shown = [ast.unparse(stmt).splitlines()[0] for stmt in body[:3]]
+    shown = [text if len(text) <= 70 else text[:67] + "..." for text in shown]
+    return "; ".join(shown) + ("; ..." if len(body) > 3 else "")
+
+
+def _names(expr: ast.expr) -> list[str]:
+    return [
+        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr) if isinstance(n, ast.Name | ast.Attribute)
+    ]
+
+
+def _catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
+    for handler in handlers:
+        if handler.type is None or set(_names(handler.type)) & _IMPORT_ERRORS:
+            return True
+    return False
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _is_version_condition(test: ast.expr) -> bool:
+    """A condition on a version (vllm.__version__, a parsed version, is_vllm_version_...), not on Python's."""
+    names = [name.lower() for name in _names(test)]
+    if "version_info" in names:
+        return False
+    return any("version" in name for name in names)
+
+
+def _suppresses_import_error(node: ast.With) -> bool:
+    for item in node.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call) and _names(call.func)[:1] == ["suppress"]:
+            if any(set(_names(arg)) & _IMPORT_ERRORS for arg in call.args):
+                return True
+    return False
+
+
+def guards(module: Module) -> dict[int, Guard]:
+    """id(node) -> the innermost guard around it, for every guarded node of the module."""
+    found: dict[int, Guard] = {}
+
+    def mark(nodes: list[ast.stmt], guard: Guard | None) -> None:
+        for stmt in nodes:
+            visit(stmt, guard)
+
+    def visit(stmt: ast.stmt, guard: Guard | None) -> None:
+        if guard is not None:
+            for node in ast.walk(stmt):
+                found[id(node)] = guard
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            inner = Guard(GuardKind.IMPORT_ERROR, stmt) if _catches_import_error(stmt.handlers) else guard
+            mark(stmt.body, inner)
+            for handler in stmt.handlers:
+                mark(handler.body, guard)
+            mark(stmt.orelse, inner)
+            mark(stmt.finalbody, guard)
+        elif isinstance(stmt, ast.If):
+            if _is_type_checking(stmt.test):
+                mark(stmt.body, Guard(GuardKind.TYPE_CHECKING, stmt))
+                mark(stmt.orelse, guard)
+            elif _is_version_condition(stmt.test):
+                mark(stmt.body, Guard(GuardKind.VLLM_VERSION, stmt))
+                mark(stmt.orelse, Guard(GuardKind.VLLM_VERSION, stmt))
+            else:
+                mark(stmt.body, guard)
+                mark(stmt.orelse, guard)
+        elif isinstance(stmt, ast.With) and _suppresses_import_error(stmt):
+            mark(stmt.body, Guard(GuardKind.IMPORT_ERROR, stmt))
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                children = getattr(stmt, field, None)
+                if isinstance(children, list):
+                    mark([c for c in children if isinstance(c, ast.stmt)], guard)
+
+    if module.tree is not None:
+        mark(module.tree.body, None)
+    return found
