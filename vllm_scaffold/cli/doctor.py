@@ -12,7 +12,15 @@ def command(
     path: Annotated[Path, typer.Argument(help="The plugin package (the directory holding pyproject.toml).")] = Path(
         "."
     ),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    output: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="table|json|github",
+            help="table: grouped text; json: every finding; github: workflow annotations for GitHub Actions.",
+        ),
+    ] = "table",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON (--format json).")] = False,
     live: Annotated[
         bool | None,
         typer.Option(
@@ -28,13 +36,29 @@ def command(
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli._options import reporting
-    from vllm_scaffold.doctor import render
-    from vllm_scaffold.doctor.runner import diagnose
+    from vllm_scaffold.errors import ScaffoldError
 
     with reporting():
+        if as_json and output not in {"table", "json"}:
+            raise ScaffoldError(f"--json and --format {output} ask for two formats", "pass one of them")
+        output = "json" if as_json else output
+        if output not in {"table", "json", "github"}:
+            raise ScaffoldError(f"unknown --format '{output}'", "use --format table, json or github")
+        from vllm_scaffold.doctor import render
+        from vllm_scaffold.doctor.runner import diagnose
+
         report = diagnose(path, live=live, **({} if plugins is None else {"vllm_plugins": plugins}))
-    if as_json:
+    if output == "json":
         typer.echo(render.as_json(report))
+    elif output == "github":
+        typer.echo(render.github_annotations(report, _relative_to_cwd(path)))
     else:
         render.print_table(report)
     raise typer.Exit(1 if report.has_error else 0)
+
+
+def _relative_to_cwd(path: Path) -> Path:
+    """Where the package lies from the working directory: annotations name files from the repository root."""
+    import os
+
+    return Path(os.path.relpath(path.absolute(), Path.cwd()))

