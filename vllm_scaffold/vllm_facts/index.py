@@ -1,0 +1,260 @@
+"""Questions about one vLLM release, answered from its index: does this name exist, what is it, what does a
+class inherit, which methods are abstract, what signature does a function have.
+
+Names are followed the way Python resolves them: a module's own definitions, then its imports (re-exports),
+its lazy `__getattr__` exports, its star imports, then its submodules. A class's members come from its
+bases in order; a base vLLM does not define (torch.nn.Module, Enum, pydantic) makes the answer "unknown"
+rather than "missing", so nothing is reported that the index cannot see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+# Bases that add no member a plugin would look up on a vLLM class.
+_EMPTY_BASES = {"object", "abc.ABC", "ABC", "typing.Generic", "Generic", "typing.Protocol", "Protocol"}
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """What a qualified name is in a release: `kind` is module, class, function, value, member (of a
+    class), unknown (exists or may exist, not indexable) or missing."""
+
+    kind: str
+    qualname: str
+    module: str = ""  # the defining module (module, class, function)
+    name: str = ""  # the class or function name in it
+
+    @property
+    def exists(self) -> bool:
+        return self.kind != "missing"
+
+
+MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "positional" (positional or keyword), "posonly", "kwonly", "varargs", "varkw"
+    has_default: bool
+    types: tuple[str, ...]  # outer type names of the annotation, empty when unannotated
+
+
+@dataclass(frozen=True)
+class Signature:
+    params: tuple[Param, ...]
+    decorator: str = ""  # "c" classmethod, "s" staticmethod, "p" property, "" plain
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        decorator = ""
+        if text.startswith("@"):
+            decorator, _, text = text[1:].partition(" ")
+        params: list[Param] = []
+        kind = "positional"
+        for raw in filter(None, text.split(",")):
+            if raw == "/":
+                params = [Param(p.name, "posonly", p.has_default, p.types) for p in params]
+                continue
+            if raw == "*":
+                kind = "kwonly"
+                continue
+            this = kind
+            if raw.startswith("**"):
+                this, raw = "varkw", raw[2:]
+            elif raw.startswith("*"):
+                this, raw, kind = "varargs", raw[1:], "kwonly"
+            has_default = raw.endswith("=")
+            name, _, types = raw.rstrip("=").partition(":")
+            params.append(Param(name, this, has_default, tuple(filter(None, types.split("|")))))
+        return cls(tuple(params), decorator)
+
+    def bound(self) -> Signature:
+        """The signature as called on an instance or class: without self/cls (not for staticmethods)."""
+        if self.decorator == "s" or not self.params or self.params[0].kind not in {"positional", "posonly"}:
+            return self
+        return Signature(self.params[1:], self.decorator)
+
+    @property
+    def positional(self) -> list[Param]:
+        return [p for p in self.params if p.kind in {"positional", "posonly"}]
+
+    @property
+    def varargs(self) -> bool:
+        return any(p.kind == "varargs" for p in self.params)
+
+    @property
+    def varkw(self) -> bool:
+        return any(p.kind == "varkw" for p in self.params)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name and p.kind not in {"varargs", "varkw"}), None)
+
+    def text(self) -> str:
+        parts = []
+        for p in self.params:
+            prefix = {"varargs": "*", "varkw": "**"}.get(p.kind, "")
+            parts.append(f"{prefix}{p.name}{'=…' if p.has_default else ''}")
+        return f"({', '.join(parts)})"
+
+
+class ReleaseIndex:
+    """The index of one vLLM release (the data `build.build` writes)."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+        self.version: str = data["vllm"]
+        self.distribution: str = data.get("distribution", "vllm")
+        self.modules: dict[str, dict] = data["modules"]
+
+    def __repr__(self) -> str:
+        return f"ReleaseIndex({self.distribution} {self.version})"
+
+    # -- names ---------------------------------------------------------------------------------------------
+
+    def has_module(self, module: str) -> bool:
+        return module in self.modules or any(m.startswith(module + ".") for m in self._packages)
+
+    @cached_property
+    def _packages(self) -> frozenset[str]:
+        """Every module name, for namespace packages (a directory without __init__.py)."""
+        return frozenset(self.modules)
+
+    def resolve(self, qualname: str, _seen: frozenset[str] = frozenset()) -> Symbol:
+        """What `qualname` ("vllm.a.b.Name.attr") is in this release."""
+        if qualname in _seen:
+            return Symbol("unknown", qualname)
+        seen = _seen | {qualname}
+        parts = qualname.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.modules:
+                return self._in_module(module, parts[cut:], qualname, seen)
+        if self.has_module(parts[0]):
+            return Symbol("module", qualname, module=qualname) if len(parts) == 1 else Symbol(MISSING, qualname)
+        return Symbol(MISSING if parts[0] == "vllm" else "unknown", qualname)
+
+    def _in_module(self, module: str, rest: list[str], qualname: str, seen: frozenset[str]) -> Symbol:
+        if not rest:
+            return Symbol("module", qualname, module=module)
+        entry = self.modules[module]
+        name, more = rest[0], rest[1:]
+        if name in entry.get("c", {}):
+            symbol = Symbol("class", f"{module}.{name}", module=module, name=name)
+            return self.member(symbol, more, qualname) if more else symbol
+        if name in entry.get("f", {}):
+            symbol = Symbol("function", f"{module}.{name}", module=module, name=name)
+            return symbol if not more else Symbol("unknown", qualname)
+        if name in entry.get("i", {}):
+            target = entry["i"][name]
+            if target.split(".")[0] != "vllm":
+                return Symbol("unknown", qualname)
+            return self.resolve(".".join([target, *more]), seen)
+        if name in entry.get("l", {}):
+            target = entry["l"][name]
+            return self.resolve(".".join([target, *more]), seen) if target else Symbol("unknown", qualname)
+        if name in entry.get("n", ()):
+            return Symbol("value", qualname) if not more else Symbol("unknown", qualname)
+        if f"{module}.{name}" in self.modules:
+            return self._in_module(f"{module}.{name}", more, qualname, seen)
+        for star in entry.get("s", ()):
+            found = self.resolve(".".join([star, *rest]), seen)
+            if found.exists:
+                return found
+        if "__getattr__" in entry.get("f", {}) and "l" not in entry:
+            return Symbol("unknown", qualname)  # a __getattr__ whose names the index cannot list
+        if self.has_module(f"{module}.{name}"):
+            return Symbol("module", qualname, module=f"{module}.{name}")
+        return Symbol(MISSING, qualname)
+
+    # -- classes -------------------------------------------------------------------------------------------
+
+    def class_entry(self, symbol: Symbol) -> dict:
+        return self.modules[symbol.module]["c"][symbol.name]
+
+    def bases(self, symbol: Symbol) -> list[Symbol]:
+        """The class's direct bases as symbols (`unknown` for a base outside vLLM)."""
+        found = []
+        for base in self.class_entry(symbol).get("b", []):
+            if base in _EMPTY_BASES:
+                continue
+            resolved = self.resolve(base) if base.startswith("vllm.") else Symbol("unknown", base)
+            found.append(resolved if resolved.kind == "class" else Symbol("unknown", base))
+        return found
+
+    def mro(self, symbol: Symbol) -> tuple[list[Symbol], bool]:
+        """(the class and its vLLM ancestors in lookup order, whether every ancestor is known)."""
+        order: list[Symbol] = []
+        complete = True
+        pending = [symbol]
+        while pending:
+            current = pending.pop(0)
+            if current.kind != "class":
+                complete = False
+                continue
+            if current in order:
+                continue
+            order.append(current)
+            pending.extend(self.bases(current))
+        return order, complete
+
+    def find_member(self, symbol: Symbol, name: str) -> tuple[Symbol | None, str | None]:
+        """(the class that defines `name`, its signature or None for an attribute), or (None, None)."""
+        for cls in self.mro(symbol)[0]:
+            entry = self.class_entry(cls)
+            if name in entry.get("m", {}):
+                return cls, entry["m"][name]
+            if name in entry.get("v", ()):
+                return cls, None
+        return None, None
+
+    def member(self, symbol: Symbol, rest: list[str], qualname: str) -> Symbol:
+        owner, _signature = self.find_member(symbol, rest[0])
+        if owner is None:
+            complete = self.mro(symbol)[1] and not self.class_entry(symbol).get("g")
+            return Symbol(MISSING if complete else "unknown", qualname)
+        kind = "member" if len(rest) == 1 else "unknown"
+        return Symbol(kind, qualname, module=owner.module, name=f"{owner.name}.{rest[0]}")
+
+    def abstract_methods(self, symbol: Symbol) -> set[str]:
+        """Methods left abstract on this class: declared abstract on it or a base, implemented by none before."""
+        order = self.mro(symbol)[0]
+        left: set[str] = set()
+        for cls in reversed(order):
+            entry = self.class_entry(cls)
+            left -= set(entry.get("m", {})) - set(entry.get("a", ()))
+            left |= set(entry.get("a", ()))
+        return left
+
+    def signature(self, symbol: Symbol) -> Signature | None:
+        """A function's signature, a class's constructor (None when generated or not written in vLLM), or a
+        member method's (`symbol.kind == "member"`)."""
+        if symbol.kind == "function":
+            return Signature.parse(self.modules[symbol.module]["f"][symbol.name])
+        if symbol.kind == "class":
+            if self.class_entry(symbol).get("g"):
+                return None
+            owner, text = self.find_member(symbol, "__init__")
+            if owner is None or text is None:
+                return None
+            return Signature.parse(text).bound()
+        if symbol.kind == "member":
+            class_name, _, member = symbol.name.rpartition(".")
+            text = self.modules[symbol.module]["c"][class_name].get("m", {}).get(member)
+            return Signature.parse(text) if text is not None else None
+        return None
+
+    # -- registries ----------------------------------------------------------------------------------------
+
+    @property
+    def entry_point_groups(self) -> dict[str, dict]:
+        return self.data.get("entry_point_groups", {})
+
+    def registry(self, name: str) -> list[str]:
+        return self.data.get("registries", {}).get(name, [])
+
+    @property
+    def custom_ops(self) -> dict[str, str]:
+        return self.data.get("custom_ops", {})

