@@ -1,17 +1,90 @@
-"""The validator data of in-tree names is what the installed vLLM registers, and the questions use it."""
+"""The in-tree names the questions refuse come from the release indexes, and the indexes read them right."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from vllm_scaffold.in_tree import DATA_FILE, SOURCES, installed_data
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor import installed
+from vllm_scaffold.in_tree import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold.rendering import questions, templates_root
 
 
-def test_in_tree_names_match_the_installed_vllm() -> None:
-    pytest.importorskip("vllm")
+def test_in_tree_names_are_those_of_the_shipped_releases() -> None:
     stored = (templates_root() / "_shared" / DATA_FILE).read_text(encoding="utf-8")
-    assert stored == installed_data(), "the installed vLLM differs: run python -m vllm_scaffold.in_tree"
+    assert stored == shipped_data(), "a release index changed: run python -m vllm_scaffold.in_tree"
+
+
+def _architectures() -> list[str]:
+    from vllm.model_executor.models.registry import _VLLM_MODELS
+
+    return list(_VLLM_MODELS)
+
+
+def _quantization_methods() -> list[str]:
+    from typing import get_args
+
+    from vllm.model_executor.layers.quantization import QuantizationMethods
+
+    return list(get_args(QuantizationMethods))
+
+
+def _kv_connectors() -> list[str]:
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+    return list(KVConnectorFactory._registry)
+
+
+def _attention_backends() -> list[str]:
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    return [member.name for member in AttentionBackendEnum if member.name != "CUSTOM"]
+
+
+# What the installed vLLM reports at run time, beside the registry its index read from the source.
+RUNTIME: dict[str, Callable[[], list[str]]] = {
+    "architectures": _architectures,
+    "quantization_methods": _quantization_methods,
+    "kv_connectors": _kv_connectors,
+    "attention_backends": _attention_backends,
+}
+
+
+@pytest.mark.parametrize("registry", sorted(RUNTIME))
+def test_the_index_reads_what_the_installed_vllm_registers(registry: str) -> None:
+    pytest.importorskip("vllm")
+    assert sorted(installed.facts().registry(registry)) == sorted(RUNTIME[registry]())
+
+
+def test_the_index_finds_custom_ops_by_class_hierarchy() -> None:
+    pytest.importorskip("vllm")
+    import vllm.model_executor.layers.layernorm  # noqa: F401  (registers the ops it defines)
+    import vllm.model_executor.layers.rotary_embedding  # noqa: F401
+
+    registered = {name: op.__name__ for name, op in _registry_classes().items()}
+    ops = installed.facts().custom_ops
+    for registry_name, class_name in registered.items():
+        assert ops.get(class_name) == registry_name, class_name
+    # subclasses without a registry name of their own are ops too (the hierarchy, not a word search)
+    assert "LinearScalingRotaryEmbedding" in ops and "RMSNorm" in ops
+
+
+def _registry_classes() -> dict[str, type]:
+    from vllm.model_executor.custom_op import op_registry
+
+    return dict(op_registry)
+
+
+def test_shipped_indexes_are_the_declared_releases() -> None:
+    versions = vllm_facts.checked_versions()
+    assert set(vllm_facts.ENGINE_TESTED) <= set(versions)
+    for version in versions:
+        index = vllm_facts.shipped(version)
+        assert index.version == version
+        assert "vllm.general_plugins" in index.entry_point_groups
+        assert all(index.registry(registry) for registry in REGISTRIES.values())
 
 
 @pytest.mark.parametrize(
@@ -24,6 +97,6 @@ def test_in_tree_names_match_the_installed_vllm() -> None:
     ],
 )
 def test_questions_refuse_names_from_the_shared_data(template: str, question: str, variable: str) -> None:
-    assert variable in SOURCES
+    assert variable in REGISTRIES
     validator = questions(template)[question]["validator"]
-    assert f'import {variable} %}}' in validator and f"{question} in {variable}" in validator
+    assert f"import {variable} %}}" in validator and f"{question} in {variable}" in validator
