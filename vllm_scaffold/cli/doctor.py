@@ -33,6 +33,15 @@ def command(
         str | None,
         typer.Option("--plugins", metavar="VALUE", help="Check this VLLM_PLUGINS value instead of the environment's."),
     ] = None,
+    releases: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vllm",
+            metavar="VERSION",
+            help="Check the plugin's use of vLLM against this release instead of the installed vLLM (repeatable; "
+            "a version, a wheel file or a source directory; no vLLM needs to be installed).",
+        ),
+    ] = None,
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli._options import reporting
@@ -45,9 +54,17 @@ def command(
         if output not in {"table", "json", "github"}:
             raise ScaffoldError(f"unknown --format '{output}'", "use --format table, json or github")
         from vllm_scaffold.doctor import render
-        from vllm_scaffold.doctor.runner import diagnose
 
-        report = diagnose(path, live=live, **({} if plugins is None else {"vllm_plugins": plugins}))
+        if releases:
+            from vllm_scaffold.doctor.releases import diagnose_releases
+
+            reports = diagnose_releases(path, releases)
+        else:
+            from vllm_scaffold.doctor.runner import diagnose
+
+            report = diagnose(path, live=live, **({} if plugins is None else {"vllm_plugins": plugins}))
+    if releases:
+        _print_releases(reports, output, path)
     if output == "json":
         typer.echo(render.as_json(report))
     elif output == "github":
@@ -62,3 +79,18 @@ def _relative_to_cwd(path: Path) -> Path:
     import os
 
     return Path(os.path.relpath(path.absolute(), Path.cwd()))
+
+
+def _print_releases(reports: list, output: str, path: Path) -> None:
+    """`--vllm`: one report per release, in the order asked for."""
+    from vllm_scaffold.doctor import render
+
+    if output == "json":
+        typer.echo(render.releases_as_json(reports))
+    else:
+        for report in reports:
+            if output == "github":
+                typer.echo(render.github_annotations(report, _relative_to_cwd(path)))
+            else:
+                render.print_table(report)
+    raise typer.Exit(1 if any(report.has_error for report in reports) else 0)

@@ -31,6 +31,11 @@ def as_json(report: Report) -> str:
     return json.dumps(report.as_json(), indent=2)
 
 
+def releases_as_json(reports: list[Report]) -> str:
+    """`doctor --vllm`: one report per release, in the order asked for."""
+    return json.dumps({"releases": [report.as_json() for report in reports]}, indent=2)
+
+
 def counts(report: Report) -> str:
     """'2 errors, 1 warning, 0 infos' plus how many findings the project suppressed."""
     numbers = {s: sum(f.severity is s for f in report.active) for s in Severity}

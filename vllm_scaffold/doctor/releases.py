@@ -1,0 +1,619 @@
+"""`doctor --vllm VERSION`: a plugin's use of vLLM checked against a release that is not installed.
+
+The plugin's source is read as ASTs and every use of vLLM is looked up in the release's index
+(`vllm_scaffold.vllm_facts`): imports at any depth (those under `if TYPE_CHECKING:` never run and are
+skipped; those in `try/except ImportError` or under a version or `hasattr` test are reported as info, since
+the plugin handles them but a feature silently switches off), attributes read from imported vLLM names,
+classes derived from vLLM classes (abstract methods the release requires, overrides of members the release
+no longer has, `super()` calls into missing members, override signatures the release cannot call), calls
+into vLLM functions and constructors, and `"vllm.x.y"` strings such as class paths.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_scaffold.doctor.findings import Finding, Report, Severity
+from vllm_scaffold.doctor.package import Module, PluginPackage
+from vllm_scaffold.doctor.source import aliases, qualified
+from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
+
+# code -> (severity, what it means); docs/doctor.md has a section with an example for each.
+CODES: dict[str, tuple[Severity, str]] = {
+    "vllm-import-missing": (Severity.ERROR, "a vllm import the release does not have"),
+    "vllm-import-guarded": (Severity.INFO, "a guarded vllm import the release does not have"),
+    "vllm-attribute-missing": (Severity.ERROR, "an attribute of a vLLM name the release does not have"),
+    "vllm-abstract-missing": (Severity.ERROR, "an abstract method of a vLLM base the class does not implement"),
+    "vllm-override-orphaned": (Severity.WARNING, "an override of a vLLM member the release does not have"),
+    "vllm-override-not-yet": (Severity.INFO, "an override of a vLLM member added in a later release"),
+    "vllm-override-moved": (Severity.INFO, "an override of a vLLM member an earlier release defined in another class"),
+    "vllm-super-missing": (Severity.ERROR, "a super() call into a member the release does not have"),
+    "vllm-override-signature": (Severity.ERROR, "an override the release cannot call with its own arguments"),
+    "vllm-call-signature": (Severity.ERROR, "a call a vLLM function or constructor of the release refuses"),
+    "vllm-argument-type": (Severity.ERROR, "a literal argument of a type the release's parameter does not take"),
+    "vllm-dotted-path-missing": (Severity.ERROR, "a 'vllm.x.y' string naming what the release does not have"),
+}
+
+_DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
+_VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
+# Type names a string literal satisfies, or that say nothing about it.
+_ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
+
+
+def finding(code: str, where: str, message: str, fix: str, severity: Severity | None = None) -> Finding:
+    return Finding(severity or CODES[code][0], code, where, message, fix)
+
+
+@dataclass(frozen=True)
+class Place:
+    module: Module
+    node: ast.AST
+    guard: str | None  # None, "type-checking", "guarded"
+
+    @property
+    def where(self) -> str:
+        return self.module.where(self.node)
+
+
+def _guards_of(handlers: list[ast.ExceptHandler]) -> bool:
+    for handler in handlers:
+        if handler.type is None:
+            return True
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any((getattr(n, "id", None) or getattr(n, "attr", None)) in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
+def _is_version_test(test: ast.expr) -> bool:
+    text = ast.unparse(test)
+    return any(word in text for word in _VERSION_WORDS)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id == "TYPE_CHECKING")
+        or (isinstance(n, ast.Attribute) and n.attr == "TYPE_CHECKING")
+        for n in ast.walk(test)
+    )
+
+
+def walk(module: Module) -> Iterator[Place]:
+    """Every node of the module with the guard it runs under; annotations are skipped (never evaluated
+    under `from __future__ import annotations`, and only type checkers read them)."""
+
+    def visit(node: ast.AST, guard: str | None) -> Iterator[Place]:
+        yield Place(module, node, guard)
+        if isinstance(node, ast.If):
+            if _is_type_checking(node.test):
+                for child in node.body:
+                    yield from visit(child, "type-checking")
+                for child in node.orelse:
+                    yield from visit(child, guard)
+                return
+            inner = guard or ("guarded" if _is_version_test(node.test) else None)
+            yield from visit(node.test, guard)
+            for child in [*node.body, *node.orelse]:
+                yield from visit(child, inner)
+            return
+        if isinstance(node, ast.Try):
+            inner = guard or ("guarded" if _guards_of(node.handlers) else None)
+            for child in node.body:
+                yield from visit(child, inner)
+            for child in [*node.handlers, *node.orelse, *node.finalbody]:
+                yield from visit(child, guard)
+            return
+        for name, value in ast.iter_fields(node):
+            if name in {"annotation", "returns"}:
+                continue
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if isinstance(child, ast.AST):
+                    yield from visit(child, guard)
+
+    if module.tree is not None:
+        yield from visit(module.tree, None)
+
+
+class ReleaseCheck:
+    """Every check of one plugin package against one release; `others` are the other indexed releases, to
+    tell an override of a removed member from a method of the plugin's own."""
+
+    def __init__(self, package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex]) -> None:
+        self.package = package
+        self.index = index
+        unique = {o.version: o for o in others if o.version != index.version}
+        self.others = sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)  # newest first
+        self.findings: list[Finding] = []
+        self.places = {name: list(walk(module)) for name, module in self._modules()}
+        self.tables = {name: _runtime_aliases(module) for name, module in self._modules()}
+        self.plugin_classes = self._plugin_classes()
+        self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
+
+    def _modules(self) -> Iterator[tuple[str, Module]]:
+        for module in self.package.parsed():
+            yield module.name, module
+
+    def run(self) -> list[Finding]:
+        for _name, module in self._modules():
+            self.imports(module)
+            self.attributes(module)
+            self.calls(module)
+            self.dotted_strings(module)
+        self.subclasses()
+        return self.findings
+
+    def report(self, code: str, place: Place, message: str, fix: str) -> None:
+        severity = CODES[code][0]
+        if place.guard == "guarded" and severity is Severity.ERROR:
+            code = "vllm-import-guarded" if code == "vllm-import-missing" else code
+            severity = Severity.INFO
+            message += "; the plugin guards this use, so that feature silently switches off on this release"
+            fix = f"nothing to do if the plugin does without it on this release; otherwise: {fix}"
+        self.findings.append(finding(code, place.where, message, fix, severity))
+
+    @property
+    def release(self) -> str:
+        return f"vLLM {self.index.version}"
+
+    def _elsewhere(self, qualname: str) -> str:
+        found = sorted((o.version for o in self.others if o.resolve(qualname).exists), key=_version)
+        return f" (it exists in {', '.join(found)})" if found else ""
+
+    # -- imports -------------------------------------------------------------------------------------------
+
+    def imports(self, module: Module) -> None:
+        for place in self.places[module.name]:
+            node = place.node
+            if place.guard == "type-checking":
+                continue
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [f"{node.module}.{alias.name}" if alias.name != "*" else node.module for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] != "vllm":
+                    continue
+                missing = self._first_missing(target)
+                if missing:
+                    self.report(
+                        "vllm-import-missing",
+                        place,
+                        f"{missing} does not exist in {self.release}{self._elsewhere(missing)}",
+                        "import it from where this release defines it, or guard the import for the releases "
+                        "that have it",
+                    )
+
+    def _first_missing(self, qualname: str) -> str | None:
+        """The shortest prefix of `qualname` the release does not have, or None when all of it resolves."""
+        parts = qualname.split(".")
+        for cut in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:cut])
+            symbol = self.index.resolve(prefix)
+            if symbol.kind == "missing":
+                return prefix
+            if symbol.kind == "unknown":
+                return None
+        return None
+
+    # -- attributes ----------------------------------------------------------------------------------------
+
+    def attributes(self, module: Module) -> None:
+        table = self.tables[module.name]
+        inner = {id(n.value) for p in self.places[module.name] if isinstance(n := p.node, ast.Attribute)}
+        for place in self.places[module.name]:
+            node = place.node
+            if place.guard == "type-checking" or not isinstance(node, ast.Attribute) or id(node) in inner:
+                continue
+            name = qualified(node, table)
+            if not name or name.split(".")[0] != "vllm" or not isinstance(_head(node), ast.Name):
+                continue
+            if _head(node).id not in table:
+                continue
+            missing = self._first_missing(name)
+            head = table[_head(node).id]
+            if missing and len(missing) > len(head):
+                self.report(
+                    "vllm-attribute-missing",
+                    place,
+                    f"{missing} does not exist in {self.release}{self._elsewhere(missing)}: reading it raises "
+                    "AttributeError",
+                    "use what this release offers instead, or test for it with hasattr() on the releases that lack it",
+                )
+
+    # -- calls ---------------------------------------------------------------------------------------------
+
+    def callee(self, module: Module, func: ast.expr) -> tuple[Symbol, Signature] | None:
+        name = qualified(func, self.tables[module.name])
+        if not name or name.split(".")[0] != "vllm" or not isinstance(_head(func), ast.Name):
+            return None
+        if _head(func).id not in self.tables[module.name]:
+            return None
+        symbol = self.index.resolve(name)
+        signature = self.index.signature(symbol)
+        if signature is None:
+            return None
+        if symbol.kind == "member":
+            if signature.decorator in {"", "p"}:
+                return None  # an instance method read through the class: called on an instance elsewhere
+            signature = signature.bound()
+        return symbol, signature
+
+    def calls(self, module: Module) -> None:
+        for place in self.places[module.name]:
+            node = place.node
+            if place.guard == "type-checking" or not isinstance(node, ast.Call):
+                continue
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                continue
+            found = self.callee(module, node.func)
+            if found is None:
+                continue
+            symbol, signature = found
+            problem = _call_problem(signature, len(node.args), [k.arg for k in node.keywords if k.arg])
+            label = symbol.qualname if symbol.kind != "member" else f"{symbol.module}.{symbol.name}"
+            if problem:
+                self.report(
+                    "vllm-call-signature",
+                    place,
+                    f"{label}{signature.text()} in {self.release}: {problem}",
+                    "pass the arguments this release's signature takes",
+                )
+                continue
+            for param, argument in _bind(signature, node):
+                wrong = self._wrong_literal(symbol, param, argument)
+                if wrong:
+                    self.report(
+                        "vllm-argument-type",
+                        place,
+                        f"{label} takes {param.name} as {' | '.join(param.types)} in {self.release}, not {wrong}",
+                        f"pass a {' | '.join(t for t in param.types if t != 'None')} on this release",
+                    )
+
+    def _wrong_literal(self, symbol: Symbol, param, argument: ast.expr) -> str | None:
+        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)) or not param.types:
+            return None
+        if _ACCEPTS_STR & set(param.types):
+            return None
+        for type_name in param.types:
+            if type_name == "None":
+                continue
+            resolved = self.index.resolve(f"{symbol.module}.{type_name}")
+            if resolved.kind != "class":
+                return None  # a type alias or a name the index cannot see: say nothing
+        return f"a string ('{argument.value}')"
+
+    # -- dotted strings ------------------------------------------------------------------------------------
+
+    def dotted_strings(self, module: Module) -> None:
+        for place in self.places[module.name]:
+            node = place.node
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or place.guard == "type-checking":
+                continue
+            if not _DOTTED.fullmatch(node.value) or node.value in self.groups:
+                continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+            missing = self._first_missing(node.value.replace(":", "."))
+            if missing:
+                self.report(
+                    "vllm-dotted-path-missing",
+                    place,
+                    f"'{node.value}' names {missing}, which does not exist in {self.release}{self._elsewhere(missing)}",
+                    "point it at where this release defines it",
+                )
+
+    # -- subclasses ----------------------------------------------------------------------------------------
+
+    def _plugin_classes(self) -> dict[str, tuple[Module, ast.ClassDef]]:
+        found = {}
+        for _name, module in self._modules():
+            for node in ast.walk(module.tree):
+                if isinstance(node, ast.ClassDef):
+                    found[f"{module.name}.{node.name}"] = (module, node)
+        return found
+
+    def _bases(self, module: Module, node: ast.ClassDef) -> list[str]:
+        own = {q.rpartition(".")[2]: q for q in self.plugin_classes if q.rpartition(".")[0] == module.name}
+        table = {**self.tables[module.name], **own}
+        return [q for q in (qualified(b.value if isinstance(b, ast.Subscript) else b, table) for b in node.bases) if q]
+
+    def _lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
+        """(members the plugin's classes in this lineage define, the vLLM classes they derive from)."""
+        module, node = self.plugin_classes[qualname]
+        members = _members(node)
+        vllm_bases: list[Symbol] = []
+        for base in self._bases(module, node):
+            if base in self.plugin_classes and base not in seen:
+                more, bases = self._lineage(base, seen | {qualname})
+                members |= more
+                vllm_bases += bases
+            elif base.split(".")[0] == "vllm":
+                symbol = self.index.resolve(base)
+                if symbol.kind == "class":
+                    vllm_bases.append(symbol)
+        return members, vllm_bases
+
+    def subclasses(self) -> None:
+        subclassed = {b for q, (m, n) in self.plugin_classes.items() for b in self._bases(m, n)}
+        for qualname, (module, node) in self.plugin_classes.items():
+            members, bases = self._lineage(qualname)
+            if not bases:
+                continue
+            place = Place(module, node, None)
+            abstract_here = any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and any("abstractmethod" in ast.unparse(d) for d in s.decorator_list)
+                for s in node.body
+            )
+            if qualname not in subclassed and not abstract_here:
+                self._abstract(place, node, members, bases)
+            self._overrides(module, node, bases)
+            self._super_calls(module, node, bases)
+
+    def _abstract(self, place: Place, node: ast.ClassDef, members: set[str], bases: list[Symbol]) -> None:
+        left: set[str] = set()
+        concrete: set[str] = set()
+        for base in bases:
+            abstract = self.index.abstract_methods(base)
+            left |= abstract
+            for cls in self.index.mro(base)[0]:
+                concrete |= set(self.index.class_entry(cls).get("m", {})) - abstract
+        missing = sorted(left - concrete - members)
+        if missing:
+            names = ", ".join(f"{m}()" for m in missing)
+            self.report(
+                "vllm-abstract-missing",
+                place,
+                f"{node.name} does not implement {names}, abstract in {self._owner_of(bases, missing[0])} in "
+                f"{self.release}: creating a {node.name} raises TypeError",
+                f"implement {names}",
+            )
+
+    def _owner_of(self, bases: list[Symbol], member: str) -> str:
+        for base in bases:
+            owner, _sig = self.index.find_member(base, member)
+            if owner is not None:
+                return owner.name
+        return bases[0].name
+
+    def _overrides(self, module: Module, node: ast.ClassDef, bases: list[Symbol]) -> None:
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if stmt.name.startswith("__") and stmt.name.endswith("__"):
+                continue
+            place = Place(module, stmt, None)
+            owner, text = self._find(bases, stmt.name)
+            if owner is None:
+                self._orphaned(place, node, stmt.name, bases)
+                continue
+            self._moved(place, node, stmt.name, bases)
+            if text is not None and not text.startswith("@p"):
+                problem = _override_problem(Signature.parse(text), Signature.parse(_plugin_signature(stmt)))
+                if problem:
+                    self.report(
+                        "vllm-override-signature",
+                        place,
+                        f"{node.name}.{stmt.name} overrides {owner.name}.{stmt.name}"
+                        f"{Signature.parse(text).text()} of {self.release}: {problem}",
+                        f"take the parameters {owner.name}.{stmt.name} has in this release",
+                    )
+
+    def _find(self, bases: list[Symbol], name: str) -> tuple[Symbol | None, str | None]:
+        for base in bases:
+            owner, text = self.index.find_member(base, name)
+            if owner is not None:
+                return owner, text
+        return None, None
+
+    def _orphaned(self, place: Place, node: ast.ClassDef, member: str, bases: list[Symbol]) -> None:
+        if not all(self.index.mro(base)[1] for base in bases):
+            return  # a base outside vLLM may define it
+        for other in self.others:
+            for base in bases:
+                there = other.resolve(base.qualname)
+                if there.kind == "class" and other.find_member(there, member)[0] is not None:
+                    newer = _version(other.version) > _version(self.index.version)
+                    code = "vllm-override-not-yet" if newer else "vllm-override-orphaned"
+                    when = f"added in {other.version}" if newer else f"still there in {other.version}"
+                    self.report(
+                        code,
+                        place,
+                        f"{node.name}.{member} overrides {base.name}.{member}, which {self.release} does not have "
+                        f"({when}): vLLM {self.index.version} never calls it",
+                        "move what it does to where this release calls it"
+                        if not newer
+                        else "nothing to do if the plugin works without it on this release",
+                    )
+                    return
+
+    def _moved(self, place: Place, node: ast.ClassDef, member: str, bases: list[Symbol]) -> None:
+        """The overridden member was defined by another class of the hierarchy in an earlier release."""
+        for other in self.others:
+            if _version(other.version) > _version(self.index.version):
+                continue
+            for base in bases:
+                owner = self.index.find_member(base, member)[0]
+                there = other.resolve(base.qualname)
+                if owner is None or there.kind != "class":
+                    continue
+                previous = other.find_member(there, member)[0]
+                if previous is not None and previous.qualname != owner.qualname:
+                    self.report(
+                        "vllm-override-moved",
+                        place,
+                        f"{node.name}.{member} overrides {owner.name}.{member} in {self.release}; in vLLM "
+                        f"{other.version} it overrides {previous.name}.{member}: the override still runs, and "
+                        f"super().{member} reaches {owner.name}'s version",
+                        f"check that the override does what it did with {previous.name}'s version",
+                    )
+                    return
+
+    def _super_calls(self, module: Module, node: ast.ClassDef, bases: list[Symbol]) -> None:
+        if not all(self.index.mro(base)[1] for base in bases):
+            return
+        own = {b for b in self._bases(module, node) if b in self.plugin_classes}
+        if own:
+            return  # super() may land in the plugin's own class first
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for call in ast.walk(stmt):
+                if (
+                    isinstance(call, ast.Attribute)
+                    and isinstance(call.value, ast.Call)
+                    and isinstance(call.value.func, ast.Name)
+                    and call.value.func.id == "super"
+                    and not (call.attr.startswith("__") and call.attr.endswith("__"))
+                    and self._find(bases, call.attr)[0] is None
+                ):
+                    self.report(
+                        "vllm-super-missing",
+                        Place(module, call, None),
+                        f"super().{call.attr} in {node.name}.{stmt.name}: no base of {node.name} has {call.attr} in "
+                        f"{self.release}{self._elsewhere(f'{bases[0].qualname}.{call.attr}')}: the call raises "
+                        "AttributeError",
+                        "do on this release what the removed member did, or skip the call where it is missing",
+                    )
+
+
+def _head(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
+def _runtime_aliases(module: Module) -> dict[str, str]:
+    """The module's import table, without names imported only under `if TYPE_CHECKING:`."""
+    table = aliases(module)
+    checking_only: set[str] = set()
+    runtime: set[str] = set()
+    for place in walk(module):
+        if isinstance(place.node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in place.node.names}
+            (checking_only if place.guard == "type-checking" else runtime).update(bound)
+    return {k: v for k, v in table.items() if k not in checking_only - runtime}
+
+
+def _members(node: ast.ClassDef) -> set[str]:
+    members: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            members.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            members.update(t.id for t in targets if isinstance(t, ast.Name))
+    return members
+
+
+def _plugin_signature(stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    from vllm_scaffold.vllm_facts.build import signature
+
+    return signature(stmt.args)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    from vllm_scaffold.vllm_facts.store import version_key
+
+    return version_key(text)
+
+
+def _call_problem(signature: Signature, positional: int, keywords: list[str]) -> str | None:
+    params = signature.params
+    takes = signature.positional
+    if positional > len(takes) and not signature.varargs:
+        return f"it takes {len(takes)} positional arguments, the call passes {positional}"
+    for keyword in keywords:
+        param = signature.param(keyword)
+        if (param is None or param.kind == "posonly") and not signature.varkw:
+            return f"it has no parameter '{keyword}'"
+    given = {p.name for p in takes[:positional]} | set(keywords)
+    missing = [
+        p.name
+        for p in params
+        if p.kind in {"positional", "posonly", "kwonly"} and not p.has_default and p.name not in given
+    ]
+    if missing:
+        return f"the call does not pass {', '.join(missing)}"
+    return None
+
+
+def _bind(signature: Signature, call: ast.Call) -> Iterator[tuple[object, ast.expr]]:
+    for param, argument in zip(signature.positional, call.args, strict=False):
+        yield param, argument
+    for keyword in call.keywords:
+        param = signature.param(keyword.arg or "")
+        if param is not None:
+            yield param, keyword.value
+
+
+def _override_problem(base: Signature, override: Signature) -> str | None:
+    """Why vLLM, calling the base's signature, cannot call the override; None when it can."""
+    if base.decorator != override.decorator and {base.decorator, override.decorator} & {"c", "s"}:
+        return None
+    base_bound, mine = base.bound(), override.bound()
+    required = [p for p in mine.positional if not p.has_default]
+    if len(required) > len(base_bound.positional):
+        return f"it requires {len(required)} positional arguments, vLLM passes at most {len(base_bound.positional)}"
+    base_required = [p for p in base_bound.positional if not p.has_default]
+    if len(base_required) > len(mine.positional) and not mine.varargs:
+        return f"vLLM passes {len(base_required)} positional arguments, it takes {len(mine.positional)}"
+    for param in base_bound.params:
+        if param.kind in {"kwonly", "positional"} and mine.param(param.name) is None and not mine.varkw:
+            if param.kind == "positional" and (
+                mine.varargs or base_bound.positional.index(param) < len(mine.positional)
+            ):
+                continue  # reached by position
+            return f"it does not take the argument '{param.name}', which vLLM may pass by keyword"
+    for param in mine.params:
+        if param.kind == "kwonly" and not param.has_default and base_bound.param(param.name) is None:
+            return f"it requires the keyword argument '{param.name}', which vLLM never passes"
+    return None
+
+
+def with_tests(package: PluginPackage) -> PluginPackage:
+    """The package plus its tests/ modules: generated tests reach into vLLM too, and must hold on every
+    release the package declares."""
+    tests = package.root / "tests"
+    for path in sorted(tests.rglob("*.py")) if tests.is_dir() else ():
+        rel = path.relative_to(package.root).as_posix()
+        name = rel[: -len(".py")].replace("/", ".")
+        try:
+            tree: ast.Module | None = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            tree = None
+        package.modules.setdefault(name, Module(name, path, rel, path.name == "__init__.py", tree))
+    return package
+
+
+def check(package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex]) -> list[Finding]:
+    return ReleaseCheck(package, index, others).run()
+
+
+def diagnose_releases(root: Path, specs: list[str]) -> list[Report]:
+    """One report per release in `specs` (versions, wheels or source directories), in that order."""
+    from vllm_scaffold import vllm_facts
+
+    package = PluginPackage.load(root)
+    loaded: list[tuple[ReleaseIndex, float]] = []
+    for spec in specs:
+        started = time.perf_counter()
+        loaded.append((vllm_facts.release(spec), time.perf_counter() - started))
+    indexes = [index for index, _seconds in loaded]
+    others = indexes + [vllm_facts.shipped(v) for v in vllm_facts.shipped_versions()]
+    reports = []
+    for index, seconds in loaded:
+        started = time.perf_counter()
+        report = Report(package=package.dist_name, vllm=f"{index.distribution} {index.version}")
+        report.live = "off: checked against the release's source index"
+        report.add(check(package, index, others))
+        report.timings = {"index": seconds, "static": time.perf_counter() - started}
+        reports.append(report)
+    return reports
