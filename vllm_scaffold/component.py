@@ -15,7 +15,7 @@ from typing import Any
 import tomlkit
 import yaml
 
-from vllm_scaffold import VLLM_RANGE, __version__, names, pyproject_edit
+from vllm_scaffold import __version__, names, pyproject_edit, vllm_facts
 from vllm_scaffold.catalog import Seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.errors import ScaffoldError
@@ -54,8 +54,20 @@ def base_context(project: Project, seam: str, name: str, module: str) -> dict[st
         "module": module,
         "class_prefix": names.class_prefix(name),
         "env_prefix": names.env_prefix(project.package),
-        "vllm_range": str(project.manifest.get("vllm", VLLM_RANGE)),
+        "vllm_range": vllm_range(project),
     }
+
+
+def vllm_range(project: Project) -> str:
+    """The project's declared vLLM range (every verified release when it declares none), checked."""
+    declared = str(project.manifest.get("vllm", vllm_facts.declared_range()))
+    problem = vllm_facts.range_problem(declared)
+    if problem:
+        raise ScaffoldError(
+            f"pyproject.toml [tool.vllm-scaffold] vllm: {problem}",
+            "fix that value (or remove it to take the verified range)",
+        )
+    return declared
 
 
 def seam_facts(seam: Seam) -> dict[str, Any]:
@@ -112,7 +124,7 @@ def add_component(
     (data,) = split_data(data, seam.template)
     pending = "pyproject.toml" in changes.created or "pyproject.toml" in changes.edited
     doc = tomlkit.parse(changes.current("pyproject.toml")) if pending else project.doc
-    changes.keys += pyproject_edit.ensure_manifest(doc, project.package, VLLM_RANGE)
+    changes.keys += pyproject_edit.ensure_manifest(doc, project.package, vllm_facts.declared_range())
 
     context = base_context(project, seam.key, name, module)
     if not project.has_plugin_module():

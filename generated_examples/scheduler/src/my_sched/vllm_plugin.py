@@ -14,7 +14,13 @@ from importlib import import_module
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_VLLM = ">=0.32.0,<0.33"
+SUPPORTED_VLLM = ">=0.31.0,<=0.33.0"
+# The releases inside SUPPORTED_VLLM this package's templates were verified on by vllm-scaffold: the
+# generated tests ran inside the CPU engine of ENGINE_TESTED_VLLM, and the use of vLLM (imports, base
+# classes, overrides, calls) was checked against the sources of API_CHECKED_VLLM. register() warns on
+# any other release.
+ENGINE_TESTED_VLLM: tuple[str, ...] = ("0.32.0",)
+API_CHECKED_VLLM: tuple[str, ...] = ("0.31.0", "0.33.0")
 
 # "module:function" of each component that registers something with vLLM, called in this order.
 # `vllm-scaffold add` appends one line per such component.
@@ -37,21 +43,31 @@ def register() -> None:
         getattr(import_module(module_name), function_name)()
 
 
-def check_vllm_version() -> bool:
-    """Whether the installed vLLM is inside SUPPORTED_VLLM; logs one warning when it is not."""
-    import vllm
-    from packaging.specifiers import SpecifierSet
+def vllm_support(version: str) -> str:
+    """How `version` was verified: "engine-tested", "api-checked" or "unknown"."""
     from packaging.version import Version
 
-    installed = Version(vllm.__version__)
-    if SpecifierSet(SUPPORTED_VLLM).contains(installed, prereleases=True):
+    public = Version(version).public  # a local label (+cpu) is the same release
+    if public in ENGINE_TESTED_VLLM:
+        return "engine-tested"
+    return "api-checked" if public in API_CHECKED_VLLM else "unknown"
+
+
+def check_vllm_version() -> bool:
+    """Whether the installed vLLM is a verified release; logs one warning when it is not."""
+    import vllm
+
+    kind = vllm_support(vllm.__version__)
+    if kind != "unknown":
+        logger.debug("my_sched runs on vLLM %s (%s)", vllm.__version__, kind)
         return True
     logger.warning(
-        "my_sched was written for vLLM %s but vLLM %s is installed: the seams it uses may have moved. "
-        "Run its tests against this vLLM, or pin vLLM to %s.",
+        "my_sched was verified on vLLM %s (range %s) but vLLM %s is installed: the seams it uses may "
+        "have moved. Check it with `vllm-scaffold doctor --vllm %s` and run its tests against this vLLM.",
+        ", ".join(ENGINE_TESTED_VLLM + API_CHECKED_VLLM),
         SUPPORTED_VLLM,
-        installed,
-        SUPPORTED_VLLM,
+        vllm.__version__,
+        vllm.__version__,
     )
     return False
 

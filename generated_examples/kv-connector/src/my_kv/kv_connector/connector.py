@@ -36,10 +36,14 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorMetadata,
     KVConnectorRole,
 )
-from vllm.v1.metrics.cache_hit_source import CacheHitSource
 
 from my_kv.kv_connector.kernels import gather_slots, scatter_slots, slots_for_blocks
 from my_kv.kv_connector.store import CorruptEntryError, DiskKVStore, block_keys
+
+try:
+    from vllm.v1.metrics.cache_hit_source import CacheHitSource
+except ImportError:  # vLLM 0.31: no cache-hit metrics by source, and its connector base reads none
+    CacheHitSource = None
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -88,7 +92,8 @@ class _SavePlan:
 class MyKvConnector(KVConnectorBase_V1):
     """Local-disk prefix store with a scheduler half (engine core) and a worker half (each worker)."""
 
-    _cache_hit_source = CacheHitSource.DISK
+    if CacheHitSource is not None:  # vLLM 0.32+ counts the tokens it loads as cache hits from local disk
+        _cache_hit_source = CacheHitSource.DISK
 
     def __init__(
         self, vllm_config: VllmConfig, role: KVConnectorRole, kv_cache_config: KVCacheConfig
