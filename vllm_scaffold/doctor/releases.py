@@ -18,26 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
 from vllm_scaffold.doctor.package import Module, PluginPackage
 from vllm_scaffold.doctor.source import aliases, qualified
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
-
-# code -> (severity, what it means); docs/doctor.md has a section with an example for each.
-CODES: dict[str, tuple[Severity, str]] = {
-    "vllm-import-missing": (Severity.ERROR, "a vllm import the release does not have"),
-    "vllm-import-guarded": (Severity.INFO, "a guarded vllm import the release does not have"),
-    "vllm-attribute-missing": (Severity.ERROR, "an attribute of a vLLM name the release does not have"),
-    "vllm-abstract-missing": (Severity.ERROR, "an abstract method of a vLLM base the class does not implement"),
-    "vllm-override-orphaned": (Severity.WARNING, "an override of a vLLM member the release does not have"),
-    "vllm-override-not-yet": (Severity.INFO, "an override of a vLLM member added in a later release"),
-    "vllm-override-moved": (Severity.INFO, "an override of a vLLM member an earlier release defined in another class"),
-    "vllm-super-missing": (Severity.ERROR, "a super() call into a member the release does not have"),
-    "vllm-override-signature": (Severity.ERROR, "an override the release cannot call with its own arguments"),
-    "vllm-call-signature": (Severity.ERROR, "a call a vLLM function or constructor of the release refuses"),
-    "vllm-argument-type": (Severity.ERROR, "a literal argument of a type the release's parameter does not take"),
-    "vllm-dotted-path-missing": (Severity.ERROR, "a 'vllm.x.y' string naming what the release does not have"),
-}
 
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
@@ -46,8 +31,13 @@ _VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
 _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
 
 
-def finding(code: str, where: str, message: str, fix: str, severity: Severity | None = None) -> Finding:
-    return Finding(severity or CODES[code][0], code, where, message, fix)
+# The codes of this module (their severities, summaries and examples are in codes.toml, section "Across
+# releases"); an import the release lacks is reported with the installed-vLLM check's codes.
+SECTION = "Across releases (`--vllm`)"
+
+
+def finding(code: str, where: str, message: str, fix: str) -> Finding:
+    return Finding(Severity(severity_of(code)), code, where, message, fix)
 
 
 @dataclass(frozen=True)
@@ -150,13 +140,13 @@ class ReleaseCheck:
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
-        severity = CODES[code][0]
-        if place.guard == "guarded" and severity is Severity.ERROR:
-            code = "vllm-import-guarded" if code == "vllm-import-missing" else code
-            severity = Severity.INFO
-            message += "; the plugin guards this use, so that feature silently switches off on this release"
+        if place.guard == "guarded":
+            if code != "vllm-import-missing":
+                return  # a use the plugin tests for (hasattr, a version check, try/except) before making it
+            code = "vllm-import-guarded"
+            message += "; the plugin guards this import, so what depends on it silently switches off on this release"
             fix = f"nothing to do if the plugin does without it on this release; otherwise: {fix}"
-        self.findings.append(finding(code, place.where, message, fix, severity))
+        self.findings.append(finding(code, place.where, message, fix))
 
     @property
     def release(self) -> str:
