@@ -13,6 +13,7 @@ from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.component import add_component, answers_file, split_data
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.formatting import format_tree
 from vllm_scaffold.project import Project
 from vllm_scaffold.rendering import render
 
@@ -48,12 +49,13 @@ def new_package(
         }
         # The skeleton renders straight into the stage: it is the whole directory, nothing to merge with.
         answers = render(PACKAGE_TEMPLATE, stage, context, package_data, interactive=interactive)
-        base = Changeset(stage)
+        format_tree(stage, name)
+        base = Changeset(stage, name)
         answers_file(base, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
         base.apply()
 
         project = Project.load(stage)
-        component = Changeset(stage)
+        component = Changeset(stage, name)
         seam_data = {key: value for key, value in data.items() if key not in package_data}
         add_component(component, project, seam, name, seam_data, module=seam.module, interactive=interactive)
         component.apply()
@@ -78,7 +80,7 @@ def add_to_project(
     seam = templated_seam(seam_key)
     names.check_identifier(name, "NAME")
     project = Project.load(root.absolute())
-    changes = Changeset(project.root)
+    changes = Changeset(project.root, project.package)
     add_component(changes, project, seam, name, data, module=name, interactive=interactive)
     if dry_run:
         changes.check()

@@ -18,8 +18,7 @@ SUPPORTED_VLLM = ">=0.32.0,<0.33"
 
 # "module:function" of each component that registers something with vLLM, called in this order.
 # `vllm-scaffold add` appends one line per such component.
-COMPONENT_REGISTRATIONS: tuple[str, ...] = (
-)
+COMPONENT_REGISTRATIONS: list[str] = []
 
 _registered = False
 
@@ -47,11 +46,10 @@ def check_vllm_version() -> bool:
     if SpecifierSet(SUPPORTED_VLLM).contains(installed, prereleases=True):
         return True
     logger.warning(
-        "my_lp was written for vLLM %s but vLLM %s is installed: the seams it uses may have moved. "
-        "Run its tests against this vLLM, or pin vLLM to %s.",
+        "my_lp was written for vLLM %s but vLLM %s is installed: "
+        "the seams it uses may have moved. Run its tests against this vLLM, or pin vLLM to %s.",
         SUPPORTED_VLLM,
         installed,
         SUPPORTED_VLLM,
     )
     return False
-
