@@ -93,6 +93,19 @@ def answers_file(changes: Changeset, stem: str, template: str, answers: dict[str
     changes.create(f"{ANSWERS_DIR}/{stem}.yml", yaml.safe_dump(record, sort_keys=False))
 
 
+def check_component_name(project: Project, name: str, module: str) -> None:
+    """A ScaffoldError when `project` cannot take a component `name` in subpackage `module`."""
+    names.check_identifier(name, "NAME")
+    names.check_identifier(module, "module")
+    if any(component.get("name") == name for component in project.components()):
+        raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
+    module_dir = f"{project.package_dir}/{module}"
+    if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
+        raise ScaffoldError(
+            f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
+        )
+
+
 def add_component(
     changes: Changeset,
     project: Project,
@@ -105,15 +118,7 @@ def add_component(
 ) -> None:
     """Records every creation and edit that adding component `name` of `seam` to `project` implies."""
     assert seam.template is not None
-    names.check_identifier(name, "NAME")
-    names.check_identifier(module, "module")
-    if any(component.get("name") == name for component in project.components()):
-        raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
-    module_dir = f"{project.package_dir}/{module}"
-    if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
-        raise ScaffoldError(
-            f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
-        )
+    check_component_name(project, name, module)
     (data,) = split_data(data, seam.template)
     pending = "pyproject.toml" in changes.created or "pyproject.toml" in changes.edited
     doc = tomlkit.parse(changes.current("pyproject.toml")) if pending else project.doc

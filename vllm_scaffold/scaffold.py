@@ -26,15 +26,23 @@ class Result:
     lines: list[str]
 
 
+def package_destination(name: str, dest: Path | None) -> Path:
+    """Where `new` creates package NAME (`dest`, or ./NAME); a ScaffoldError when NAME or that place won't do."""
+    names.check_identifier(name, "NAME")
+    path = (dest or Path.cwd() / name).absolute()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if dest is None:
+            raise ScaffoldError(f"{path} exists and is not empty", "choose another NAME, or a directory with --dest")
+        raise ScaffoldError(f"--dest {path} exists and is not empty", "choose a new or empty directory with --dest")
+    return path
+
+
 def new_package(
     seam_key: str, name: str, dest: Path | None, data: dict[str, str], *, interactive: bool, dry_run: bool
 ) -> Result:
     """A new plugin package NAME holding one component of `seam_key`, moved into `dest` only when complete."""
     seam = templated_seam(seam_key)
-    names.check_identifier(name, "NAME")
-    dest = (dest or Path.cwd() / name).absolute()
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ScaffoldError(f"--dest {dest} exists and is not empty", "choose a new or empty directory with --dest")
+    dest = package_destination(name, dest)
     assert seam.template is not None and seam.module is not None
     package_data, _ = split_data(data, PACKAGE_TEMPLATE, seam.template)
 
