@@ -144,11 +144,13 @@ def test_long_help_and_refusals_wrap_at_80_columns_on_word_boundaries(run, tmp_p
 def test_add_shows_the_projects_components_and_refuses_a_taken_name(cli, run, tmp_path: Path) -> None:
     assert cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
     project = tmp_path / "tracer"
-    terminal = run("add", cwd=project, rows=50)  # tall enough to keep the listing above the seam list
+    terminal = run("add", cwd=project)
     terminal.wait_for(
-        "tracer in", "has 1 component:", "tracer: general-plugin (General plugin), tracer", "Which seam should"
+        "Which seam should the new component of tracer plug into?",
+        f"tracer ({project}) has 1 component: tracer (general-plugin, tracer.hooks) (* marks their seams)",
+        "> general-plugin     General plugin  *",  # the first row is the seam it has
+        "* this project has: tracer",
     )
-    terminal.wait_for("> general-plugin", "this project has: tracer")  # the first row is the seam it has
     terminal.type("logits")
     terminal.wait_for("> logits-processor")
     terminal.press("enter")

@@ -28,19 +28,21 @@ def new_arguments(seam: str | None, name: str | None, dest: Path | None) -> tupl
 
 
 def add_arguments(seam: str | None, name: str | None, root: Path | None) -> tuple[str, str]:
-    """SEAM and NAME for `add`, after showing the components the project already has."""
+    """SEAM and NAME for `add`, with the components the project already has in view."""
     project = Project.load((root or Path()).absolute())
     components = project.components()
-    _show_components(project, components)
+    has = _components_line(project, components)
     if seam:
+        prompts.say(has)
         chosen = templated_seam(seam)
     else:
-        notes: dict[str, list[str]] = {}
+        in_use: dict[str, list[str]] = {}
         for component in components:
-            notes.setdefault(str(component.get("seam")), []).append(str(component.get("name")))
+            in_use.setdefault(str(component.get("seam")), []).append(str(component.get("name")))
         chosen = _pick(
             f"Which seam should the new component of {project.package} plug into?",
-            {key: f"this project has: {', '.join(names)}" for key, names in notes.items()},
+            {key: f"this project has: {', '.join(names)}" for key, names in in_use.items()},
+            intro=has + (" (* marks their seams)" if components else ""),
         )
     if name is None:
         name = prompts.ask_text(
@@ -50,21 +52,17 @@ def add_arguments(seam: str | None, name: str | None, root: Path | None) -> tupl
     return chosen.key, name
 
 
-def _pick(message: str, notes: dict[str, str]) -> Seam:
+def _pick(message: str, notes: dict[str, str], intro: str = "") -> Seam:
     with prompts.asking():
-        seam = pick_seam(message, list(load_catalog().values()), notes)
+        seam = pick_seam(message, list(load_catalog().values()), notes, intro)
     prompts.say(f"{seam.key} ({seam.title})", first=f"? {message} ")
     return seam
 
 
-def _show_components(project: Project, components: list[dict]) -> None:
-    where = f"{project.package} in {project.root}"
+def _components_line(project: Project, components: list[dict]) -> str:
+    """What the project's manifest lists, in one sentence."""
+    where = f"{project.package} ({project.root})"
     if not components:
-        prompts.say(f"{where} has no vllm-scaffold components yet.")
-        return
-    prompts.say(f"{where} has {len(components)} component{'s' if len(components) > 1 else ''}:")
-    catalog = load_catalog()
-    for component in components:
-        seam = str(component.get("seam"))
-        title = catalog[seam].title if seam in catalog else "unknown seam"
-        prompts.say(f"{component.get('name')}: {seam} ({title}), {component.get('module')}", first="  - ", rest="    ")
+        return f"{where} has no vllm-scaffold components yet."
+    listed = ", ".join(f"{c.get('name')} ({c.get('seam')}, {c.get('module')})" for c in components)
+    return f"{where} has {len(components)} component{'s' if len(components) > 1 else ''}: {listed}"

@@ -37,9 +37,10 @@ PAGE = 10
 class SeamPicker:
     """The state behind the list: the typed filter and the highlighted seam."""
 
-    def __init__(self, message: str, seams: Sequence[Seam], notes: Mapping[str, str]) -> None:
+    def __init__(self, message: str, seams: Sequence[Seam], notes: Mapping[str, str], intro: str = "") -> None:
         categories = list(dict.fromkeys(seam.category for seam in seams))  # in catalog order of first use
         self.message = message
+        self.intro = intro
         self.seams = sorted(seams, key=lambda seam: categories.index(seam.category))
         self.notes = notes
         self.key_width = max(len(seam.key) for seam in seams)
@@ -76,9 +77,11 @@ class SeamPicker:
         self.query = query
         self.cursor = 0
 
-    def header(self) -> StyleAndTextTuples:
+    def header(self, width: int) -> StyleAndTextTuples:
         hint = "\n  up/down: move, type: filter, Enter: choose, Ctrl-C: quit"
         lines: StyleAndTextTuples = [("class:question", f"? {self.message}"), ("class:hint", hint)]
+        if self.intro:
+            lines.append(("class:note", "\n" + _wrap(self.intro, width, indent="  ")))
         if self.query:
             found = "" if self.shown() else "  (no seam matches)"
             lines += [("", "\n  filter: "), ("class:label", self.query), ("class:hint", found)]
@@ -119,19 +122,22 @@ class SeamPicker:
         ]
         if seam.key in self.notes:
             paragraphs.append(("class:note", f"* {self.notes[seam.key]}"))
-        return [
-            (style, line)
-            for style, text in paragraphs
-            for line in textwrap.wrap(text, width=max(width, 20), subsequent_indent="  ", break_on_hyphens=False)
-        ]
+        return [(style, line) for style, text in paragraphs for line in _wrap(text, width).splitlines()]
 
 
-def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | None = None) -> Seam:
+def _wrap(text: str, width: int, indent: str = "") -> str:
+    return textwrap.fill(
+        text, width=max(width, 20), initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+    )
+
+
+def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | None = None, intro: str = "") -> Seam:
     """Shows `seams` and returns the one chosen; KeyboardInterrupt on Ctrl-C or Ctrl-D.
 
-    `notes` adds a line to a seam's description (e.g. which components of that seam a project has).
+    `notes` marks a seam and adds a line to its description (e.g. which components of that seam a project
+    has); `intro` is shown under the question (e.g. what the project has).
     """
-    picker = SeamPicker(message, seams, notes or {})
+    picker = SeamPicker(message, seams, notes or {}, intro)
 
     def width() -> int:
         return get_app().output.get_size().columns - 1
@@ -185,7 +191,7 @@ def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | No
 
     body = HSplit(
         [
-            Window(FormattedTextControl(picker.header), wrap_lines=True, dont_extend_height=True),
+            Window(FormattedTextControl(lambda: picker.header(width())), wrap_lines=True, dont_extend_height=True),
             Window(
                 FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
                 wrap_lines=True,
