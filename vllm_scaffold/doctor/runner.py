@@ -12,6 +12,7 @@ from pathlib import Path
 
 from vllm_scaffold.doctor import (
     checks_code,
+    checks_config,
     checks_environment,
     checks_manifest,
     checks_metadata,
@@ -54,6 +55,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.general_plugin_side_effects,
     checks_code.io_processor_names,
     checks_code.vllm_imports,
+    checks_config.config_attributes,
     checks_manifest.components_registered,
     checks_manifest.version_specifiers,
 )
