@@ -335,3 +335,26 @@ def write_contrast(name: str, dest: Path) -> Path:
     source = dedent(variant.files[file])
     assert text in source, f"{name}: {text!r} is not in {file}"
     return write(name, Variant({**variant.files, file: source.replace(text, replacement)}, variant.pyproject), dest)
+
+BROKEN["vllm-config-attribute-missing"] = Variant(
+    {
+        "platform.py": '''
+        """The platform adjusts the scheduler for the Fx device."""
+
+
+        class FxPlatform:
+            @classmethod
+            def check_and_update_config(cls, vllm_config) -> None:
+                scheduler_config = vllm_config.scheduler_config
+                if scheduler_config.is_multi_step:  # gone in 0.32
+                    scheduler_config.max_num_seqs = 1
+                if vllm_config.cache_config.block_size > 16 and vllm_config.model_config.max_model_len:
+                    vllm_config.cache_config.block_size = 16
+                try:
+                    steps = vllm_config.scheduler_config.num_scheduler_steps  # guarded: not reported
+                except AttributeError:
+                    steps = 1
+                cls.steps = steps
+        '''
+    }
+)

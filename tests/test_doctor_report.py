@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from textwrap import dedent
 
 import doctor_variants
 import pytest
@@ -181,3 +182,32 @@ def test_cli_github_format_exits_like_the_table(cli) -> None:
 def test_generated_packages_run_doctor_in_ci() -> None:
     for workflow in sorted(GOLDEN.glob("*/.github/workflows/tests.yml")):
         assert "run: vllm-scaffold doctor . --format github" in workflow.read_text(encoding="utf-8"), workflow
+
+
+@pytest.mark.parametrize(
+    "guarded",
+    [
+        """
+        import vllm
+        from packaging.version import Version
+
+        if Version(vllm.__version__) >= Version("0.40"):
+            from vllm.model_executor.layers.fused_moe import fused_experts_fx as experts
+        else:
+            experts = None
+        """,
+        """
+        import contextlib
+
+        with contextlib.suppress(ImportError):
+            from vllm.model_executor.layers.fused_moe import fused_experts_fx
+        """,
+    ],
+    ids=["version-condition", "contextlib-suppress"],
+)
+def test_other_guards_are_planned_for(tmp_path: Path, guarded: str) -> None:
+    plugin = f'"""Uses a kernel where vLLM has it."""\n{dedent(guarded)}\n\ndef register() -> None:\n    pass\n'
+    root = doctor_variants.write("guarded", doctor_variants.Variant({"plugin.py": plugin}), tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    assert [f.code for f in report.findings] == ["vllm-import-guarded"], report.findings
+    assert "fused_experts_fx does not exist" in report.findings[0].message

@@ -46,6 +46,19 @@ CASES = {
     "data value fails validator": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=0.32"], "vllm_range", "--data KEY=VALUE"),
     "vllm_range not PEP 440": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=>=0.32,<<0.34"], "is not a PEP 440 version specifier", "--data KEY=VALUE"),
     "vllm_range with no verified release": (["new", "general-plugin", "x", "--defaults", "--data", "vllm_range=>=0.40"], "contains no vLLM release the templates were verified on", "include at least one"),
+    "name too long": (["new", "general-plugin", "a" * 41, "--defaults"], "is 41 characters long, more than the 40 allowed", "choose a shorter name"),
+    "component name too long on add": (["add", "general-plugin", "b" * 41, "--project", "tracer", "--defaults"], "more than the 40 allowed", "choose a shorter name"),
+    "int answer not a whole number": (["new", "io-processor", "x", "--defaults", "--data", "max_texts=abc"], "--data max_texts=abc: max_texts takes a whole number, got 'abc'", "--data max_texts=16"),
+    "int answer a fraction": (["new", "io-processor", "x", "--defaults", "--data", "max_texts=2.5"], "max_texts takes a whole number, got '2.5'", "--data max_texts=16"),
+    "float answer not a number": (["new", "scheduler", "x", "--defaults", "--data", "max_wait_s=soon"], "--data max_wait_s=soon: max_wait_s takes a number, got 'soon'", "--data max_wait_s=10.0"),
+    "float answer not finite": (["new", "scheduler", "x", "--defaults", "--data", "max_wait_s=nan"], "max_wait_s takes a number, got 'nan'", "--data max_wait_s=10.0"),
+    "bool answer maybe": (["new", "attention-backend", "x", "--defaults", "--data", "sliding_window=maybe"], "--data sliding_window=maybe: sliding_window takes true or false", "--data sliding_window=true"),
+    "bool answer on add": (["add", "lora-resolver", "adapters", "--project", "tracer", "--defaults", "--data", "check_base_model=sure"], "check_base_model takes true or false (also yes/no, on/off, 1/0), got 'sure'", "--data check_base_model=true"),
+    "choice not offered": (["new", "attention-backend", "x", "--defaults", "--data", "cudagraph_support=ALWAYS"], "cudagraph_support takes one of NEVER, UNIFORM_SINGLE_TOKEN_DECODE, UNIFORM_BATCH, got 'ALWAYS'", "--data cudagraph_support=NEVER"),
+    "choice in the wrong case": (["new", "logits-processor", "x", "--defaults", "--data", "param_type=INT"], "param_type takes one of int, list[int], got 'INT'", "--data param_type=int"),
+    "text answer with a quote": (["new", "general-plugin", "x", "--defaults", "--data", 'description=the "fast" plugin'], "description takes text without a double quote", "--data description="),
+    "text answer with a line break": (["new", "general-plugin", "x", "--defaults", "--data", "description=two\nlines"], "description takes text without a line break", "--data description="),
+    "text answer too long": (["new", "kv-connector", "x", "--defaults", "--data", "connector_name=" + "A" * 65], "connector_name takes at most 64 characters, got 65", "--data connector_name="),
 }  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """A set of file creations and edits that is checked as a whole, then shown (dry run) or applied.
 
 Nothing touches the destination until every file has been rendered and checked: Python files must
-compile and TOML files must parse. Edited files are replaced with `os.replace`, so a reader never sees a
-half-written `pyproject.toml`.
+compile and TOML files must parse, and created Python (and the Python in created Markdown) is formatted
+with the project's ruff configuration. Edited files are replaced with `os.replace`, so a reader never sees
+a half-written `pyproject.toml`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.formatting import format_sources
 
 
 @dataclass
 class Changeset:
     root: Path
+    package: str  # the project's import package, first-party when imports are sorted
     created: dict[str, str] = field(default_factory=dict)  # relative posix path -> content
     edited: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
     keys: list[str] = field(default_factory=list)  # human-readable TOML keys that change
@@ -44,7 +47,10 @@ class Changeset:
         return (self.root / relpath).read_text("utf-8")
 
     def check(self) -> None:
-        """Every Python file compiles and every TOML file parses, or a ScaffoldError names the first that fails."""
+        """Every Python file compiles and every TOML file parses, or a ScaffoldError names the first that fails.
+
+        Then the created Python and Markdown files are formatted as the project's ruff configuration says.
+        """
         contents = {**self.created, **{path: after for path, (_, after) in self.edited.items()}}
         for relpath, content in contents.items():
             try:
@@ -56,6 +62,7 @@ class Changeset:
                 raise ScaffoldError(
                     f"the rendered {relpath} is invalid ({error})", "report this template bug; nothing was written"
                 ) from None
+        self.created.update(format_sources(self.created, self.root, self.package))
 
     def describe(self) -> list[str]:
         """One line per created file and TOML key, then a unified diff per edited file."""

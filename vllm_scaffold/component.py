@@ -8,6 +8,7 @@ a registration call run by the package's general plugin (`vllm_plugin.register`)
 
 from __future__ import annotations
 
+import ast
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import tomlkit
 import yaml
 
 from vllm_scaffold import __version__, names, pyproject_edit, vllm_facts
+from vllm_scaffold.answers import check_answers
 from vllm_scaffold.catalog import Seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.errors import ScaffoldError
@@ -24,12 +26,15 @@ from vllm_scaffold.rendering import questions, render
 
 ANSWERS_DIR = ".vllm-scaffold"
 PLUGIN_GROUP = "vllm.general_plugins"
-REGISTRATIONS_START = "COMPONENT_REGISTRATIONS: tuple[str, ...] = ("
+REGISTRATIONS = "COMPONENT_REGISTRATIONS"
 README_END = "<!-- /vllm-scaffold:components -->"
 
 
 def split_data(data: dict[str, str], *templates: str) -> list[dict[str, str]]:
-    """Routes each --data KEY=VALUE to the template that asks KEY; an unknown KEY is an error."""
+    """Routes each --data KEY=VALUE to the template that asks KEY, checked against the question's type and choices.
+
+    An unknown KEY is an error, and so is a value the question does not accept (`answers`).
+    """
     routed: list[dict[str, str]] = [{} for _ in templates]
     for key, value in data.items():
         owners = [i for i, template in enumerate(templates) if key in questions(template)]
@@ -41,7 +46,7 @@ def split_data(data: dict[str, str], *templates: str) -> list[dict[str, str]]:
             )
         for i in owners:
             routed[i][key] = value
-    return routed
+    return [check_answers(template, answers) for template, answers in zip(templates, routed, strict=True)]
 
 
 def base_context(project: Project, seam: str, name: str, module: str) -> dict[str, Any]:
@@ -100,6 +105,19 @@ def answers_file(changes: Changeset, stem: str, template: str, answers: dict[str
     changes.create(f"{ANSWERS_DIR}/{stem}.yml", yaml.safe_dump(record, sort_keys=False))
 
 
+def check_component_name(project: Project, name: str, module: str) -> None:
+    """A ScaffoldError when `project` cannot take a component `name` in subpackage `module`."""
+    names.check_identifier(name, "NAME")
+    names.check_identifier(module, "module")
+    if any(component.get("name") == name for component in project.components()):
+        raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
+    module_dir = f"{project.package_dir}/{module}"
+    if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
+        raise ScaffoldError(
+            f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
+        )
+
+
 def add_component(
     changes: Changeset,
     project: Project,
@@ -112,15 +130,7 @@ def add_component(
 ) -> None:
     """Records every creation and edit that adding component `name` of `seam` to `project` implies."""
     assert seam.template is not None
-    names.check_identifier(name, "NAME")
-    names.check_identifier(module, "module")
-    if any(component.get("name") == name for component in project.components()):
-        raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
-    module_dir = f"{project.package_dir}/{module}"
-    if (project.root / module_dir).exists() or (project.root / f"{module_dir}.py").exists():
-        raise ScaffoldError(
-            f"module '{project.package}.{module}' already exists in {project.root}", "choose another NAME"
-        )
+    check_component_name(project, name, module)
     (data,) = split_data(data, seam.template)
     pending = "pyproject.toml" in changes.created or "pyproject.toml" in changes.edited
     doc = tomlkit.parse(changes.current("pyproject.toml")) if pending else project.doc
@@ -159,17 +169,56 @@ def add_component(
 
 
 def _add_registration(changes: Changeset, relpath: str, target: str) -> None:
-    lines = changes.current(relpath).splitlines(keepends=True)
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == REGISTRATIONS_START)
-        end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == ")")
-    except StopIteration:
+    """Appends `target` to the COMPONENT_REGISTRATIONS list, leaving it one entry per line with a trailing comma.
+
+    That layout is the one ruff's formatter keeps (the trailing comma holds the list open), so the edited
+    module still passes `ruff format --check`; comments inside an already open list survive.
+    """
+    source = changes.current(relpath)
+    node = _registrations_list(source)
+    if node is None:
         raise ScaffoldError(
-            f"{relpath} has no '{REGISTRATIONS_START} ... )' block", f"restore it, or call {target} yourself"
+            f"{relpath} has no '{REGISTRATIONS} = [...]' list", f"restore it, or call {target} yourself"
         ) from None
-    lines.insert(end, f'    "{target}",\n')
+    lines = source.splitlines(keepends=True)
+    entry = f'    "{target}",\n'
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first != last and lines[last].strip() == "]":
+        if node.elts and not _has_trailing_comma(lines, node):
+            end = node.elts[-1]
+            assert end.end_lineno is not None and end.end_col_offset is not None
+            row = lines[end.end_lineno - 1]
+            lines[end.end_lineno - 1] = row[: end.end_col_offset] + "," + row[end.end_col_offset :]
+        lines.insert(last, entry)
+    else:  # a list on one line: open it up
+        head = lines[first][: node.col_offset]
+        tail = lines[last][node.end_col_offset :]
+        items = "".join(f"    {ast.get_source_segment(source, item)},\n" for item in node.elts)
+        lines[first : last + 1] = [f"{head}[\n{items}{entry}]{tail}"]
     changes.edit(relpath, "".join(lines))
-    changes.keys.append(f"{relpath}: COMPONENT_REGISTRATIONS += {target}")
+    changes.keys.append(f"{relpath}: {REGISTRATIONS} += {target}")
+
+
+def _registrations_list(source: str) -> ast.List | None:
+    """The list literal assigned to COMPONENT_REGISTRATIONS at module level, if there is one."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return None
+    for statement in module.body:
+        if isinstance(statement, ast.AnnAssign | ast.Assign) and isinstance(statement.value, ast.List):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(target, ast.Name) and target.id == REGISTRATIONS for target in targets):
+                return statement.value
+    return None
+
+
+def _has_trailing_comma(lines: list[str], node: ast.List) -> bool:
+    end = node.elts[-1]
+    assert end.end_lineno is not None and node.end_lineno is not None
+    between = "".join(lines[end.end_lineno - 1 : node.end_lineno])[end.end_col_offset :]
+    return between.lstrip().startswith(",")
 
 
 def _add_readme_row(changes: Changeset, seam: Seam, name: str, module: str, fields: dict[str, Any]) -> None:

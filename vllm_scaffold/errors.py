@@ -1,4 +1,4 @@
-"""The one error type the CLI turns into a one-line message and exit code 2."""
+"""The errors the CLI turns into a one-line message and a non-zero exit code (2 for bad input)."""
 
 
 class ScaffoldError(Exception):
@@ -10,3 +10,12 @@ class ScaffoldError(Exception):
         super().__init__(f"{problem}; {fix}")
         self.problem = problem
         self.fix = fix
+
+
+class Interrupted(ScaffoldError):
+    """Ctrl-C or Ctrl-D at a question, before anything was written."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted", "nothing was written")

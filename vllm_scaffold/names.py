@@ -10,6 +10,10 @@ from vllm_scaffold.errors import ScaffoldError
 
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*\Z")
 
+# The longest package or component name: generated prose, strings and dotted paths repeat it (a registration
+# target names it twice), and the templates keep every such line inside the generated line length up to here.
+MAX_NAME_LENGTH = 40
+
 # Import names a plugin must not shadow: its own runtime and test stack.
 _RESERVED = frozenset({"vllm", "torch", "triton", "transformers", "pytest", "tests", "test", "vllm_scaffold"})
 
@@ -23,6 +27,12 @@ def check_identifier(name: str, what: str) -> str:
         raise ScaffoldError(
             f"{what} '{name}' is not a valid Python identifier",
             f"use lower-case letters, digits and underscores, starting with a letter, e.g. '{suggestion}'",
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        shorter = name[:MAX_NAME_LENGTH].rstrip("_")
+        raise ScaffoldError(
+            f"{what} '{name}' is {len(name)} characters long, more than the {MAX_NAME_LENGTH} allowed",
+            f"choose a shorter name, e.g. '{shorter}'",
         )
     if name in _RESERVED or name in sys.stdlib_module_names:
         raise ScaffoldError(

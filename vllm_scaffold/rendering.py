@@ -8,7 +8,7 @@ templates live once in `templates/_shared/` and are reached as `{% include "shar
 
 from __future__ import annotations
 
-import sys
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import yaml
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader
 from jinja2.ext import Extension
 
-from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.errors import Interrupted, ScaffoldError
 
 
 def templates_root() -> Path:
@@ -71,24 +71,27 @@ def render(
     """
     import copier
 
+    asking: AbstractContextManager[None] = nullcontext()
+    if interactive:
+        from vllm_scaffold.prompts import copier_questions
+
+        what = f"the {context['seam']} component {context['name']}" if "seam" in context else "the package"
+        asking = copier_questions(f"Questions about {what}")
     try:
-        worker = copier.run_copy(
-            str(templates_root() / template),
-            dest,
-            data={**context, **data},
-            defaults=not interactive,
-            quiet=True,
-            overwrite=True,
-            unsafe=True,  # our own templates: the only "unsafe" feature they use is the SharedFragments extension
-        )
+        with asking:
+            worker = copier.run_copy(
+                str(templates_root() / template),
+                dest,
+                data={**context, **data},
+                defaults=not interactive,
+                quiet=True,
+                overwrite=True,
+                unsafe=True,  # our own templates: the only "unsafe" feature they use is the SharedFragments extension
+            )
     except (KeyboardInterrupt, EOFError):
-        raise ScaffoldError("interrupted while answering questions", "run the command again") from None
+        raise Interrupted() from None
     except ValueError as error:  # copier reports failed validators and bad types as ValueError
         message = " ".join(str(error).split())
         raise ScaffoldError(message, "pass a valid value with --data KEY=VALUE") from None
     combined = worker.answers.combined
     return {key: combined[key] for key in questions(template) if key in combined}
-
-
-def stdin_is_interactive() -> bool:
-    return sys.stdin is not None and sys.stdin.isatty()

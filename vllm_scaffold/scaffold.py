@@ -13,6 +13,7 @@ from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.component import add_component, answers_file, split_data
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.formatting import format_tree
 from vllm_scaffold.project import Project
 from vllm_scaffold.rendering import render
 
@@ -25,15 +26,23 @@ class Result:
     lines: list[str]
 
 
+def package_destination(name: str, dest: Path | None) -> Path:
+    """Where `new` creates package NAME (`dest`, or ./NAME); a ScaffoldError when NAME or that place won't do."""
+    names.check_identifier(name, "NAME")
+    path = (dest or Path.cwd() / name).absolute()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if dest is None:
+            raise ScaffoldError(f"{path} exists and is not empty", "choose another NAME, or a directory with --dest")
+        raise ScaffoldError(f"--dest {path} exists and is not empty", "choose a new or empty directory with --dest")
+    return path
+
+
 def new_package(
     seam_key: str, name: str, dest: Path | None, data: dict[str, str], *, interactive: bool, dry_run: bool
 ) -> Result:
     """A new plugin package NAME holding one component of `seam_key`, moved into `dest` only when complete."""
     seam = templated_seam(seam_key)
-    names.check_identifier(name, "NAME")
-    dest = (dest or Path.cwd() / name).absolute()
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ScaffoldError(f"--dest {dest} exists and is not empty", "choose a new or empty directory with --dest")
+    dest = package_destination(name, dest)
     assert seam.template is not None and seam.module is not None
     package_data, _ = split_data(data, PACKAGE_TEMPLATE, seam.template)
 
@@ -48,12 +57,13 @@ def new_package(
         }
         # The skeleton renders straight into the stage: it is the whole directory, nothing to merge with.
         answers = render(PACKAGE_TEMPLATE, stage, context, package_data, interactive=interactive)
-        base = Changeset(stage)
+        format_tree(stage, name)
+        base = Changeset(stage, name)
         answers_file(base, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
         base.apply()
 
         project = Project.load(stage)
-        component = Changeset(stage)
+        component = Changeset(stage, name)
         seam_data = {key: value for key, value in data.items() if key not in package_data}
         add_component(component, project, seam, name, seam_data, module=seam.module, interactive=interactive)
         component.apply()
@@ -78,7 +88,7 @@ def add_to_project(
     seam = templated_seam(seam_key)
     names.check_identifier(name, "NAME")
     project = Project.load(root.absolute())
-    changes = Changeset(project.root)
+    changes = Changeset(project.root, project.package)
     add_component(changes, project, seam, name, data, module=name, interactive=interactive)
     if dry_run:
         changes.check()

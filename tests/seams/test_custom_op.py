@@ -13,7 +13,7 @@ from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, s
 from vllm_scaffold.catalog import get_seam
 from vllm_scaffold.rendering import questions
 
-OPS: dict[str, dict[str, str]] = get_seam("custom-op").extra["ops"]  # type: ignore[assignment]
+OPS = get_seam("custom-op").ops
 
 
 @pytest.mark.parametrize("op", OPS)

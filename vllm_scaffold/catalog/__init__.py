@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
@@ -30,9 +30,12 @@ class EntryPoint:
 
 @dataclass(frozen=True)
 class Seam:
+    """One catalog entry. Every key of a seam's TOML file is one of these fields; any other key is an error."""
+
     key: str
     title: str
     summary: str
+    category: str  # the heading the seam is listed under when a user chooses one on a terminal
     api: str
     process_family: str
     load_timing: str
@@ -49,7 +52,8 @@ class Seam:
     registration: str | None = None
     object: str | None = None
     enable: tuple[str, ...] = ()
-    extra: dict[str, object] = field(default_factory=dict)
+    # Seams that replace in-tree classes (custom-op): the classes offered, by class name, with where they live.
+    ops: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def has_template(self) -> bool:
@@ -76,19 +80,24 @@ class Seam:
 _LIST_FIELDS = {"selection", "pitfalls", "enable"}
 
 
-def _seam_from_table(key: str, table: dict[str, object]) -> Seam:
-    known = set(Seam.__dataclass_fields__) - {"key", "extra", "entry_points"}
+def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:
+    known = set(Seam.__dataclass_fields__) - {"key", "entry_points"}
     values: dict[str, object] = {}
-    extra: dict[str, object] = {}
     for name, value in table.items():
         if name == "entry_points":
             continue
-        if name in known:
-            values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
-        else:
-            extra[name] = value
+        if name not in known:
+            raise ScaffoldError(
+                f"catalog file {path.name} has an unknown key '{name}'",
+                "declare it as a field of Seam in vllm_scaffold/catalog/__init__.py, or remove it",
+            )
+        values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
+    required = [f.name for f in fields(Seam) if f.default is MISSING and f.default_factory is MISSING]
+    missing = [name for name in required if name != "key" and name not in values]
+    if missing:
+        raise ScaffoldError(f"catalog file {path.name} lacks {', '.join(missing)}", "add the missing keys")
     entry_points = tuple(EntryPoint(**ep) for ep in table.get("entry_points", []))  # type: ignore[union-attr]
-    return Seam(key=key, entry_points=entry_points, extra=extra, **values)  # type: ignore[arg-type]
+    return Seam(key=path.stem, entry_points=entry_points, **values)  # type: ignore[arg-type]
 
 
 @cache
@@ -98,7 +107,7 @@ def load_catalog() -> dict[str, Seam]:
     for path in CATALOG_DIR.glob("*.toml"):
         table = tomllib.loads(path.read_text(encoding="utf-8"))
         order = int(table.pop("order", 1000))
-        loaded.append((order, _seam_from_table(path.stem, table)))
+        loaded.append((order, _seam_from_table(path, table)))
     loaded.sort(key=lambda item: (item[0], item[1].key))
     return {seam.key: seam for _, seam in loaded}
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,6 +18,11 @@ Data = Annotated[
     list[str] | None,
     typer.Option("--data", metavar="KEY=VALUE", help="Answer a template question (repeatable)."),
 ]
+
+
+def asked(help: str) -> typer.models.ArgumentInfo:
+    """A positional argument that a terminal session may leave out and be asked for."""
+    return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False)
 
 
 @contextmanager
@@ -38,3 +45,30 @@ def parse_data(pairs: list[str] | None) -> dict[str, str]:
             raise ScaffoldError(f"--data '{pair}' is not KEY=VALUE", "write it as --data KEY=VALUE")
         data[key.strip()] = value
     return data
+
+
+def on_terminal() -> bool:
+    """True when a person can answer questions: stdin and stdout are both terminals."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
+
+
+def seam_and_name(
+    command: str, seam: str | None, name: str | None, place: Path | None, *, interactive: bool
+) -> tuple[str, str]:
+    """SEAM and NAME as given; the missing ones asked on a terminal, an error naming the fix elsewhere.
+
+    `place` is where the command writes: `new`'s --dest, `add`'s --project.
+    """
+    if seam is not None and name is not None:
+        return seam, name
+    if not interactive:
+        absent = " and ".join(label for label, value in (("SEAM", seam), ("NAME", name)) if value is None)
+        raise ScaffoldError(
+            f"missing {absent}",
+            f"run 'vllm-scaffold {command} SEAM NAME' with a seam key from 'vllm-scaffold list' "
+            f"(on a terminal and without --defaults, '{command}' asks for them)",
+        )
+    from vllm_scaffold import guided
+
+    ask = {"new": guided.new_arguments, "add": guided.add_arguments}[command]
+    return ask(seam, name, place)

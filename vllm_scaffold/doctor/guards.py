@@ -13,14 +13,16 @@ from enum import StrEnum
 
 from vllm_scaffold.doctor.package import Module
 
-# Handlers that catch a failing import.
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+# Handlers that catch a failing import; a missing attribute.
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
 
 
 class GuardKind(StrEnum):
     TYPE_CHECKING = "TYPE_CHECKING"
     IMPORT_ERROR = "import guard"
     VLLM_VERSION = "vLLM version condition"
+    FEATURE_TEST = "hasattr test"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class Guard:
             return f"the rest of the try block at {where} ({body}) silently switches off and {instead}"
         if isinstance(self.node, ast.With):
             return f"the rest of the block at {where} ({_describe(self.node.body)}) silently switches off"
+        if self.kind is GuardKind.FEATURE_TEST:
+            return f"the branch under the hasattr test at {where} does not run"
         return f"the branch of the version condition at {where} that needs it is for another vLLM"
 
 
@@ -53,9 +57,9 @@ def _names(expr: ast.expr) -> list[str]:
     ]
 
 
-def _catches_import_error(handlers: list[ast.ExceptHandler]) -> bool:
+def _catches(handlers: list[ast.ExceptHandler], catching: frozenset[str]) -> bool:
     for handler in handlers:
-        if handler.type is None or set(_names(handler.type)) & _IMPORT_ERRORS:
+        if handler.type is None or set(_names(handler.type)) & catching:
             return True
     return False
 
@@ -74,17 +78,22 @@ def _is_version_condition(test: ast.expr) -> bool:
     return any("version" in name for name in names)
 
 
-def _suppresses_import_error(node: ast.With) -> bool:
+def _suppresses(node: ast.With, catching: frozenset[str]) -> bool:
     for item in node.items:
         call = item.context_expr
         if isinstance(call, ast.Call) and _names(call.func)[:1] == ["suppress"]:
-            if any(set(_names(arg)) & _IMPORT_ERRORS for arg in call.args):
+            if any(set(_names(arg)) & catching for arg in call.args):
                 return True
     return False
 
 
-def guards(module: Module) -> dict[int, Guard]:
-    """id(node) -> the innermost guard around it, for every guarded node of the module."""
+def _is_feature_test(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.Call) and _names(n.func)[:1] in (["hasattr"], ["getattr"]) for n in ast.walk(test))
+
+
+def guards(module: Module, catching: frozenset[str] = IMPORT_ERRORS) -> dict[int, Guard]:
+    """id(node) -> the innermost guard around it, for every guarded node of the module. `catching`: the
+    exceptions whose handler makes a try block a guard (a failing import by default)."""
     found: dict[int, Guard] = {}
 
     def mark(nodes: list[ast.stmt], guard: Guard | None) -> None:
@@ -96,7 +105,7 @@ def guards(module: Module) -> dict[int, Guard]:
             for node in ast.walk(stmt):
                 found[id(node)] = guard
         if isinstance(stmt, ast.Try | ast.TryStar):
-            inner = Guard(GuardKind.IMPORT_ERROR, stmt) if _catches_import_error(stmt.handlers) else guard
+            inner = Guard(GuardKind.IMPORT_ERROR, stmt) if _catches(stmt.handlers, catching) else guard
             mark(stmt.body, inner)
             for handler in stmt.handlers:
                 mark(handler.body, guard)
@@ -109,10 +118,15 @@ def guards(module: Module) -> dict[int, Guard]:
             elif _is_version_condition(stmt.test):
                 mark(stmt.body, Guard(GuardKind.VLLM_VERSION, stmt))
                 mark(stmt.orelse, Guard(GuardKind.VLLM_VERSION, stmt))
+            elif _is_feature_test(stmt.test):
+                for node in ast.walk(stmt.test):
+                    found[id(node)] = Guard(GuardKind.FEATURE_TEST, stmt)
+                mark(stmt.body, Guard(GuardKind.FEATURE_TEST, stmt))
+                mark(stmt.orelse, guard)
             else:
                 mark(stmt.body, guard)
                 mark(stmt.orelse, guard)
-        elif isinstance(stmt, ast.With) and _suppresses_import_error(stmt):
+        elif isinstance(stmt, ast.With) and _suppresses(stmt, catching):
             mark(stmt.body, Guard(GuardKind.IMPORT_ERROR, stmt))
         else:
             for field in ("body", "orelse", "finalbody"):

@@ -1,37 +1,16 @@
-"""A plugin package as doctor reads it: pyproject, entry points, manifest, and its modules parsed as ASTs."""
+"""A plugin package as doctor reads it: the project model (vllm_scaffold.project), with its modules parsed
+as ASTs once."""
 
 from __future__ import annotations
 
 import ast
-import tomllib
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
-from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project import EntryPoint, PluginProject
+from vllm_scaffold.project.model import Requirement
 
-# Directories that never hold the package's importable source.
-_SKIP_DIRS = {"tests", "test", "docs", "build", "dist", "examples", "benchmarks", "scripts", "node_modules"}
-
-
-@dataclass(frozen=True)
-class DeclaredEntryPoint:
-    group: str
-    name: str
-    value: str  # "module:attr" or "module"
-
-    @property
-    def module(self) -> str:
-        return self.value.partition(":")[0].strip()
-
-    @property
-    def attr(self) -> str | None:
-        attr = self.value.partition(":")[2].strip()
-        return attr.split("[")[0].strip() or None
-
-    @property
-    def where(self) -> str:
-        return f'entry point [{self.group}] {self.name} = "{self.value}"'
+DeclaredEntryPoint = EntryPoint  # the name the checks use
 
 
 @dataclass
@@ -42,6 +21,7 @@ class Module:
     is_package: bool
     tree: ast.Module | None
     syntax_error: str | None = None
+    lines: int = 0
 
     def where(self, node: ast.AST | None = None) -> str:
         line = getattr(node, "lineno", None)
@@ -50,48 +30,54 @@ class Module:
 
 @dataclass
 class PluginPackage:
-    root: Path
-    pyproject: dict
+    project: PluginProject
     modules: dict[str, Module] = field(default_factory=dict)
+    install_from: Path | None = None  # what `pip install` takes to install it (the live probe), when anything
+
+    @property
+    def installable(self) -> bool:
+        return self.install_from is not None
 
     @classmethod
     def load(cls, root: Path) -> PluginPackage:
+        from vllm_scaffold.project import read_project
+
         root = root.absolute()
-        path = root / "pyproject.toml"
-        if not path.is_file():
-            raise ScaffoldError(f"no pyproject.toml in {root}", "pass the directory of a plugin package")
-        try:
-            pyproject = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
-            raise ScaffoldError(f"{path} does not parse ({error})", "fix the TOML syntax") from None
-        package = cls(root=root, pyproject=pyproject)
-        package.modules = _collect_modules(root)
+        return cls.of(read_project(root), install_from=root)
+
+    @classmethod
+    def of(cls, project: PluginProject, install_from: Path | None = None) -> PluginPackage:
+        package = cls(project, install_from=install_from)
+        for found in project.modules():
+            package.modules.setdefault(found.name, _parse(found.name, found.path, project.root, found.is_package))
         return package
 
     @property
+    def root(self) -> Path:
+        return self.project.root
+
+    @property
+    def pyproject(self) -> dict:
+        return self.project.pyproject
+
+    @property
     def dist_name(self) -> str:
-        return str(self.pyproject.get("project", {}).get("name", self.root.name))
+        return self.project.name
 
     @property
     def manifest(self) -> dict:
-        return self.pyproject.get("tool", {}).get("vllm-scaffold", {})
-
-    @cached_property
-    def entry_points(self) -> list[DeclaredEntryPoint]:
-        groups = self.pyproject.get("project", {}).get("entry-points", {})
-        return [
-            DeclaredEntryPoint(group, name, str(value))
-            for group, table in groups.items()
-            if isinstance(table, dict)
-            for name, value in table.items()
-        ]
-
-    def entry_points_in(self, group: str) -> list[DeclaredEntryPoint]:
-        return [ep for ep in self.entry_points if ep.group == group]
+        return self.project.manifest
 
     @property
-    def dependencies(self) -> list[str]:
-        return [str(d) for d in self.pyproject.get("project", {}).get("dependencies", [])]
+    def entry_points(self) -> list[EntryPoint]:
+        return self.project.entry_points
+
+    def entry_points_in(self, group: str) -> list[EntryPoint]:
+        return self.project.entry_points_in(group)
+
+    @property
+    def requirements(self) -> list[Requirement]:
+        return self.project.requirements
 
     def parsed(self) -> list[Module]:
         return [m for m in self.modules.values() if m.tree is not None]
@@ -107,35 +93,15 @@ class PluginPackage:
         return None
 
     def owns(self, dotted: str) -> bool:
-        return dotted.split(".")[0] in {name.split(".")[0] for name in self.modules}
+        return dotted.split(".")[0] in self.project.packages
 
 
-def _source_root(root: Path) -> Path:
-    src = root / "src"
-    return src if src.is_dir() else root
-
-
-def _collect_modules(root: Path) -> dict[str, Module]:
-    base = _source_root(root)
-    modules: dict[str, Module] = {}
-    for path in sorted(base.rglob("*.py")):
-        relative = path.relative_to(base)
-        if any(part in _SKIP_DIRS or part.startswith(".") for part in relative.parts[:-1]):
-            continue
-        if base == root and len(relative.parts) == 1:
-            continue  # setup.py, noxfile.py and the like beside pyproject.toml are not the package
-        parents = (base.joinpath(*relative.parts[:i]) for i in range(1, len(relative.parts)))
-        if not all((parent / "__init__.py").is_file() for parent in parents):
-            continue
-        is_package = path.name == "__init__.py"
-        parts = relative.parts[:-1] if is_package else (*relative.parts[:-1], path.stem)
-        name = ".".join(parts)
-        source = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            tree: ast.Module | None = ast.parse(source, filename=str(path))
-            problem = None
-        except SyntaxError as error:
-            tree, problem = None, f"line {error.lineno}: {error.msg}"
-        rel = path.relative_to(root).as_posix()
-        modules[name] = Module(name, path, rel, is_package, tree, problem)
-    return modules
+def _parse(name: str, path: Path, root: Path, is_package: bool) -> Module:
+    source = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        tree: ast.Module | None = ast.parse(source, filename=str(path))
+        problem = None
+    except SyntaxError as error:
+        tree, problem = None, f"line {error.lineno}: {error.msg}"
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+    return Module(name, path, rel, is_package, tree, problem, source.count("\n") + 1)

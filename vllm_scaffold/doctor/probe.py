@@ -34,7 +34,10 @@ class ProbeFailed(RuntimeError):
 
 def _fingerprint(ctx: Context) -> str:
     digest = hashlib.sha256()
-    digest.update((ctx.package.root / "pyproject.toml").read_bytes())
+    for name in ("pyproject.toml", "setup.py", "setup.cfg"):
+        if (ctx.package.root / name).is_file():
+            digest.update((ctx.package.root / name).read_bytes())
+    digest.update(repr(ctx.package.entry_points).encode())
     for module in sorted(ctx.package.modules.values(), key=lambda m: m.name):
         digest.update(module.name.encode())
         digest.update(module.path.read_bytes())
@@ -89,7 +92,7 @@ def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
         work = Path(scratch)
         try:
-            install_privately(ctx.package.root, work / "site")
+            install_privately(ctx.package.install_from or ctx.package.root, work / "site")
         except RuntimeError as error:
             raise ProbeFailed(str(error)) from None
         env = _probe_environment(ctx, work / "site")

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor import suppress
 from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
 from vllm_scaffold.doctor.package import Module, PluginPackage
@@ -587,11 +589,20 @@ def check(package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex
     return ReleaseCheck(package, index, others).run()
 
 
-def diagnose_releases(root: Path, specs: list[str]) -> list[Report]:
-    """One report per release in `specs` (versions, wheels or source directories), in that order."""
-    from vllm_scaffold import vllm_facts
+def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
+    """One report per release in `specs` (versions, wheels or source directories), in that order, for the
+    plugin `target` (a directory, a wheel or sdist, or an installed distribution's name)."""
+    import os
+    import tempfile
 
-    package = PluginPackage.load(root)
+    from vllm_scaffold.doctor.runner import open_package, search_path
+
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        package = open_package(target, Path(scratch), search_path(os.environ))
+        return _reports(package, specs)
+
+
+def _reports(package: PluginPackage, specs: list[str]) -> list[Report]:
     loaded: list[tuple[ReleaseIndex, float]] = []
     for spec in specs:
         started = time.perf_counter()
@@ -604,6 +615,7 @@ def diagnose_releases(root: Path, specs: list[str]) -> list[Report]:
         report = Report(package=package.dist_name, vllm=f"{index.distribution} {index.version}")
         report.live = "off: checked against the release's source index"
         report.add(check(package, index, others))
+        report.findings = suppress.apply(package, report.findings)
         report.timings = {"index": seconds, "static": time.perf_counter() - started}
         reports.append(report)
     return reports

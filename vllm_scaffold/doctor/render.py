@@ -12,12 +12,16 @@ import os
 from collections.abc import Iterator
 from itertools import groupby
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
+
+if TYPE_CHECKING:
+    from vllm_scaffold.doctor.runner import EnvironmentReport
 
 FORMATS = ("table", "json", "github")
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -27,7 +31,7 @@ PLACES_SHOWN = 5
 _ANNOTATION = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
-def as_json(report: Report) -> str:
+def as_json(report: Report | EnvironmentReport) -> str:
     return json.dumps(report.as_json(), indent=2)
 
 
@@ -59,9 +63,23 @@ def _detail(finding: Finding) -> list[RenderableType]:
     ]
 
 
+def _what_was_read(report: Report) -> str:
+    if "distributions" in report.read:
+        count = int(report.read["distributions"])  # type: ignore[call-overload]
+        return f"read {count} installed distribution{'s' if count != 1 else ''} with vLLM entry points"
+    modules, entry_points = report.read.get("modules", 0), report.read.get("vllm_entry_points", 0)
+    return (
+        f"read {modules} module{'s' if modules != 1 else ''} and "
+        f"{entry_points} vLLM entry point{'s' if entry_points != 1 else ''}"
+    )
+
+
 def renderables(report: Report) -> Iterator[RenderableType]:
     timing = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in report.timings.items())
-    yield Text(f"{report.package} against {report.vllm} (live probe: {report.live}; {timing})", overflow="fold")
+    yield Text(
+        f"{report.package} against {report.vllm}: {_what_was_read(report)} (live probe: {report.live}; {timing})",
+        overflow="fold",
+    )
     if not report.active:
         yield Text("no findings", style="green")
     for code, members in _groups(report.active):

@@ -3,18 +3,39 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllm_scaffold.doctor import checks_code, checks_manifest, checks_metadata, suppress
+from vllm_scaffold.doctor import (
+    checks_code,
+    checks_config,
+    checks_environment,
+    checks_manifest,
+    checks_metadata,
+    checks_project,
+    suppress,
+)
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, Report
+from vllm_scaffold.doctor.installed import InstalledVllm, installed_vllm
 from vllm_scaffold.doctor.package import PluginPackage
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project.distribution import (
+    is_archive,
+    project_of,
+    read_archive,
+    read_installed,
+    vllm_plugin_distributions,
+)
 
 StaticCheck = Callable[[Context], list[Finding]]
 
 STATIC_CHECKS: tuple[StaticCheck, ...] = (
+    checks_project.nothing_read,
     checks_metadata.entry_point_groups,
     checks_metadata.entry_point_targets,
     checks_metadata.vllm_plugins_value,
@@ -34,6 +55,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.general_plugin_side_effects,
     checks_code.io_processor_names,
     checks_code.vllm_imports,
+    checks_config.config_attributes,
     checks_manifest.components_registered,
     checks_manifest.version_specifiers,
 )
@@ -42,22 +64,59 @@ _UNSET = object()
 
 
 def diagnose(
-    root: Path,
+    target: Path | str,
     *,
     live: bool | None = None,
     vllm_plugins: str | None | object = _UNSET,
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
 ) -> Report:
-    """Runs every check on the package at `root`. `live=None` probes when vLLM is installed. `environ` is the
-    environment vLLM would run in (default: this one); `vllm_plugins` defaults to its VLLM_PLUGINS."""
+    """Runs every check on the plugin `target`: a source directory, a wheel or sdist file, or the name of an
+    installed distribution. `live=None` probes when vLLM is installed (source directories and wheels only).
+    `environ` is the environment vLLM would run in (default: this one); `vllm_plugins` defaults to its
+    VLLM_PLUGINS."""
+    environ = dict(os.environ if environ is None else environ)
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        package = open_package(target, Path(scratch), search_path(environ))
+        return diagnose_package(package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache)
+
+
+def search_path(environ: Mapping[str, str]) -> list[str]:
+    """Where the processes of `environ` find distributions: its PYTHONPATH first, then this sys.path."""
+    extra = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [*extra, *(p for p in sys.path if p not in extra)]
+
+
+def open_package(target: Path | str, scratch: Path, path: list[str] | None = None) -> PluginPackage:
+    """`target` read as a package: a directory, an archive unpacked under `scratch`, or an installed name."""
+    candidate = Path(target)
+    if candidate.is_dir():
+        return PluginPackage.load(candidate)
+    if is_archive(candidate):
+        project = read_archive(candidate, scratch)
+        wheel = candidate.absolute() if candidate.name.endswith(".whl") else None
+        return PluginPackage.of(project, install_from=wheel)
+    if candidate.exists() or os.sep in str(target) or not str(target).strip():
+        raise ScaffoldError(
+            f"{target} is neither a plugin directory nor a wheel or sdist",
+            "pass a directory holding pyproject.toml or setup.py, a .whl/.tar.gz file, or an installed name",
+        )
+    return PluginPackage.of(read_installed(str(target), path))
+
+
+def diagnose_package(
+    package: PluginPackage,
+    *,
+    live: bool | None = None,
+    vllm_plugins: str | None | object = _UNSET,
+    environ: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+) -> Report:
     started = time.perf_counter()
-    package = PluginPackage.load(root)
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
     ctx = Context.build(package, plugins, environ)  # type: ignore[arg-type]
-    vllm = f"{ctx.vllm.distribution} {ctx.vllm.version}" if ctx.vllm.present else "no vLLM (not installed)"
-    report = Report(package=package.dist_name, vllm=vllm)
+    report = Report(package=package.dist_name, vllm=_vllm_label(ctx.vllm), read=_what_was_read(package))
     report.add(_syntax_errors(package))
     if not ctx.vllm.present:
         report.add([_vllm_not_installed()])
@@ -66,11 +125,13 @@ def diagnose(
     report.timings["static"] = time.perf_counter() - started
 
     if live is None:
-        live = ctx.vllm.present
+        live = ctx.vllm.present and package.installable
     if not live:
         report.live = "off"
     elif not ctx.vllm.present:
         report.live = "skipped: vLLM is not installed"
+    elif not package.installable:
+        report.live = "skipped: the probe installs a source directory or a wheel"
     else:
         from vllm_scaffold.doctor.probe import ProbeFailed, live_findings
 
@@ -98,6 +159,76 @@ def _vllm_not_installed() -> Finding:
         "and the live probe were skipped",
         "run doctor where the plugin's vLLM is installed for the full check",
     )
+
+
+@dataclass
+class EnvironmentReport:
+    """`doctor --installed`: each installed plugin alone, and what goes wrong between them."""
+
+    environment: Report
+    packages: list[Report] = field(default_factory=list)
+
+    @property
+    def has_error(self) -> bool:
+        return self.environment.has_error or any(report.has_error for report in self.packages)
+
+    def as_json(self) -> dict[str, object]:
+        return {"environment": self.environment.as_json(), "packages": [r.as_json() for r in self.packages]}
+
+
+def diagnose_installed(
+    *, live: bool | None = None, vllm_plugins: str | None | object = _UNSET, environ: Mapping[str, str] | None = None
+) -> EnvironmentReport:
+    """Every distribution with vLLM entry points in the environment (`environ`'s PYTHONPATH first), each
+    checked statically, plus the checks between them; `live=None` calls the platform detectors when vLLM
+    is installed."""
+    started = time.perf_counter()
+    environ = dict(os.environ if environ is None else environ)
+    plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
+    path = search_path(environ)
+    packages = [PluginPackage.of(project_of(dist)) for dist in vllm_plugin_distributions(path)]
+    # VLLM_PLUGINS is judged once for the environment below, not again inside each package's report
+    reports = [diagnose_package(p, live=False, vllm_plugins=None, environ=environ) for p in packages]
+    vllm = installed_vllm()
+    environment = Report(
+        package="installed vLLM plugins", vllm=_vllm_label(vllm), read={"distributions": len(packages)}
+    )
+    if live is None:
+        live = vllm.present
+    claims: dict[str, str] | None = None
+    if environ.get("VLLM_TARGET_DEVICE") == "cpu":
+        claims = {}  # vLLM takes the CPU platform without asking any detector
+    elif live:
+        detection_env = {k: v for k, v in environ.items() if k != "VLLM_PLUGINS"}
+        if plugins is not None:
+            detection_env["VLLM_PLUGINS"] = str(plugins)
+        claims = checks_environment.detected_platforms(detection_env)
+    environment.live = "on (platform detectors called)" if live else "off"
+    environment.add(checks_environment.platforms_conflict(packages, claims))
+    environment.add(checks_environment.custom_attention_twice(packages))
+    environment.add(checks_environment.shared_registry_names(packages))
+    environment.add(checks_environment.plugins_drops(packages, plugins))  # type: ignore[arg-type]
+    environment.timings["static"] = time.perf_counter() - started
+    return EnvironmentReport(environment, reports)
+
+
+def _vllm_label(vllm: InstalledVllm) -> str:
+    return f"{vllm.distribution} {vllm.version}" if vllm.present else "no vLLM (not installed)"
+
+
+def _what_was_read(package: PluginPackage) -> dict[str, object]:
+    project = package.project
+    return {
+        "modules": len(package.modules),
+        "lines": sum(module.lines for module in package.modules.values()),
+        "vllm_entry_points": len(project.vllm_entry_points),
+        "declared_in": list(project.read_from),
+        "packages": {name: _relative(path, project.root) for name, path in project.packages.items()},
+    }
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def _syntax_errors(package: PluginPackage) -> list[Finding]:

@@ -38,49 +38,56 @@ def _require_known(names: list[str], where: str) -> None:
             raise ScaffoldError(f"{where} names '{name}', which is no doctor code", hint)
 
 
-def _statement_ends(package: PluginPackage) -> dict[str, dict[int, int]]:
-    """file -> {first line of a statement: its last line}, so a comment anywhere in a formatted multi-line
-    statement counts for the finding on its first line."""
-    ends: dict[str, dict[int, int]] = {}
-    for module in package.parsed():
-        spans = ends.setdefault(module.rel, {})
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.stmt):
-                end = node.end_lineno or node.lineno
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    end = node.body[0].lineno - 1  # the signature, not the body
-                spans[node.lineno] = max(spans.get(node.lineno, node.lineno), end)
-    return ends
+class _Comments:
+    """The `# doctor: ignore[...]` codes that cover a finding's line: comments anywhere in the statement that
+    starts on it count, so a formatted multi-line call can carry the comment on its last line."""
 
+    def __init__(self, package: PluginPackage) -> None:
+        self.package = package
+        self.lines: dict[str, list[str]] = {}
+        self.ends: dict[str, dict[int, int]] = {}  # file -> {first line of a statement: its last line}
 
-def _line_ignores(package: PluginPackage, file: str, line: int, cache: dict) -> set[str]:
-    if "ends" not in cache:
-        cache["ends"] = _statement_ends(package)
-    if file not in cache:
-        try:
-            cache[file] = (package.root / file).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            cache[file] = []
-    lines = cache[file]
-    last = cache["ends"].get(file, {}).get(line, line)
-    names: list[str] = []
-    for text in lines[line - 1 : last]:
-        for match in COMMENT.finditer(text):
-            names += [name.strip() for name in match[1].split(",") if name.strip()]
-    _require_known(names, f"the comment at {file}:{line}")
-    return set(names)
+    def _statement_ends(self, file: str) -> dict[int, int]:
+        if file not in self.ends:
+            spans = self.ends[file] = {}
+            module = next((m for m in self.package.parsed() if m.rel == file), None)
+            for node in ast.walk(module.tree) if module else ():
+                if isinstance(node, ast.stmt):
+                    end = node.end_lineno or node.lineno
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                        end = node.body[0].lineno - 1  # the signature, not the body
+                    spans[node.lineno] = max(spans.get(node.lineno, node.lineno), end)
+        return self.ends[file]
+
+    def codes(self, file: str, line: int) -> set[str]:
+        if file not in self.lines:
+            try:
+                text = (self.package.root / file).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            self.lines[file] = text.splitlines()
+        last = self._statement_ends(file).get(line, line)
+        names = [
+            name.strip()
+            for text in self.lines[file][line - 1 : last]
+            for match in COMMENT.finditer(text)
+            for name in match[1].split(",")
+            if name.strip()
+        ]
+        _require_known(names, f"the comment at {file}:{line}")
+        return set(names)
 
 
 def apply(package: PluginPackage, findings: list[Finding]) -> list[Finding]:
     """`findings` with those the project marks as intended suppressed."""
     ignored = project_ignores(package.pyproject)
-    cache: dict = {}
+    comments = _Comments(package)
     result = []
     for finding in findings:
         file, line = finding.location or ("", None)
         if finding.code in ignored:
             finding = finding.suppress(f"{PROJECT_SETTING} in pyproject.toml")
-        elif line is not None and finding.code in _line_ignores(package, file, line, cache):
+        elif line is not None and finding.code in comments.codes(file, line):
             finding = finding.suppress(f"# doctor: ignore[{finding.code}] at {file}:{line}")
         result.append(finding)
     return result

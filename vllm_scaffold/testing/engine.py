@@ -12,9 +12,11 @@ import importlib.metadata
 import os
 import subprocess
 import sys
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project import read_project
 
 # Engine settings that fit the tiny model and a 2-core, no-GPU machine.
 TINY_ENGINE_KWARGS: dict[str, object] = {
@@ -39,21 +41,16 @@ ENGINE_ENV: dict[str, str] = {
 TP2_ENV: dict[str, str] = {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
 
 
-def _pyproject(project: Path) -> dict:
-    return tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-
-
 def project_distribution(project: Path) -> str:
-    return _pyproject(project)["project"]["name"]
+    return read_project(project).name
 
 
 def is_vllm_plugin_project(project: Path) -> bool:
-    """A pyproject with a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
-    if not (project / "pyproject.toml").is_file():
+    """A project with a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
+    try:
+        return read_project(project).is_vllm_plugin
+    except ScaffoldError:
         return False
-    pyproject = _pyproject(project)
-    groups = pyproject.get("project", {}).get("entry-points", {})
-    return "vllm-scaffold" in pyproject.get("tool", {}) or any(group.startswith("vllm.") for group in groups)
 
 
 def installed_in_environment(dist_name: str) -> bool:

@@ -32,8 +32,16 @@ PREFILL = dict(batch=4, context=2048, num_heads=32, num_kv_heads=8, head_size=12
 BLOCK_SIZE = 16
 
 
-def paged_batch(batch: int, context: int, query_len: int, num_heads: int, num_kv_heads: int, head_size: int,
-                dtype: torch.dtype, device: str) -> dict[str, torch.Tensor]:
+def paged_batch(
+    batch: int,
+    context: int,
+    query_len: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_size: int,
+    dtype: torch.dtype,
+    device: str,
+) -> dict[str, torch.Tensor]:
     """`batch` requests of `context` tokens, the last `query_len` of them queries, pages in shuffled order."""
     pages = context // BLOCK_SIZE
     kv_cache = torch.randn(batch * pages, num_kv_heads, BLOCK_SIZE, 2 * head_size, dtype=dtype, device=device)
@@ -61,8 +69,15 @@ def ours(tensors: dict[str, torch.Tensor], query_len: int) -> Callable[[], objec
     )  # fmt: skip
 
 
-def sdpa(batch: int, context: int, query_len: int, num_heads: int, num_kv_heads: int, head_size: int,
-         dtype: torch.dtype) -> Callable[[], object]:
+def sdpa(
+    batch: int,
+    context: int,
+    query_len: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_size: int,
+    dtype: torch.dtype,
+) -> Callable[[], object]:
     q = torch.randn(batch, num_heads, query_len, head_size, dtype=dtype, device="cuda")
     k = torch.randn(batch, num_kv_heads, context, head_size, dtype=dtype, device="cuda")
     v = torch.randn_like(k)

@@ -123,7 +123,8 @@ def main() -> None:
     device = torch.cuda.get_device_name(0) if CUDA else "CPU, Triton interpreter"
     forward = "forward_cuda" if CUDA else "forward_cpu"
     baseline = f"vLLM SiluAndMul.{forward}" if with_vllm else "PyTorch eager"
-    print(f"# my_op (SiluAndMul) on {device}, {args.dtype}, peak {f'{peak:.0f} GB/s' if peak else 'unknown'}")
+    peak_text = f"{peak:.0f} GB/s" if peak else "unknown"
+    print(f"# my_op (SiluAndMul) on {device}, {args.dtype}, peak {peak_text}")
     print(f"# baseline: {baseline}")
     if not CUDA:
         print("# interpreter timings: they show that the op runs and agrees, not how fast the kernel is")

@@ -18,7 +18,7 @@ from my_kv import vllm_plugin  # noqa: E402
 def test_register_calls_each_component_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     monkeypatch.setattr(vllm_plugin, "_registered", False)
-    monkeypatch.setattr(vllm_plugin, "COMPONENT_REGISTRATIONS", ("first.mod:register", "second.mod:register"))
+    monkeypatch.setattr(vllm_plugin, "COMPONENT_REGISTRATIONS", ["first.mod:register", "second.mod:register"])
     monkeypatch.setattr(
         vllm_plugin, "import_module", lambda name: SimpleNamespace(register=lambda: calls.append(name))
     )

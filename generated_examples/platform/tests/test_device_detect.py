@@ -74,4 +74,3 @@ def test_attention_backend_honours_a_registered_custom_backend(monkeypatch: pyte
     registry.register_backend(AttentionBackendEnum.CUSTOM, class_path="my_kernels.attention.MyBackend")
     path = MyDevicePlatform.get_attn_backend_cls(AttentionBackendEnum.CUSTOM, config)
     assert path == "my_kernels.attention.MyBackend"
-

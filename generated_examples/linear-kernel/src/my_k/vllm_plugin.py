@@ -24,9 +24,9 @@ API_CHECKED_VLLM: tuple[str, ...] = ("0.31.0", "0.33.0")
 
 # "module:function" of each component that registers something with vLLM, called in this order.
 # `vllm-scaffold add` appends one line per such component.
-COMPONENT_REGISTRATIONS: tuple[str, ...] = (
+COMPONENT_REGISTRATIONS: list[str] = [
     "my_k.gemm.linear_kernel:register",
-)
+]
 
 _registered = False
 
@@ -71,4 +71,3 @@ def check_vllm_version() -> bool:
         vllm.__version__,
     )
     return False
-

@@ -24,8 +24,7 @@ API_CHECKED_VLLM: tuple[str, ...] = ("0.31.0", "0.33.0")
 
 # "module:function" of each component that registers something with vLLM, called in this order.
 # `vllm-scaffold add` appends one line per such component.
-COMPONENT_REGISTRATIONS: tuple[str, ...] = (
-)
+COMPONENT_REGISTRATIONS: list[str] = []
 
 _registered = False
 
@@ -70,4 +69,3 @@ def check_vllm_version() -> bool:
         vllm.__version__,
     )
     return False
-

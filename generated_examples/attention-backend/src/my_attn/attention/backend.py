@@ -213,7 +213,8 @@ class MyAttnImpl(AttentionImpl[MyAttnMetadata]):
         missing = [feature for feature, needed in unsupported.items() if needed]
         if missing:
             raise ValueError(
-                f"the CUSTOM attention backend does not support {', '.join(missing)}: "
+                "the CUSTOM attention backend "
+                f"does not support {', '.join(missing)}: "
                 "select another attention backend for this model"
             )
         self.num_heads = num_heads

@@ -71,9 +71,7 @@ class MyIoProcessor(IOProcessor[MyIoRequest, MyIoResponse]):
         merged.task = "embed"
         return merged
 
-    def pre_process(
-        self, prompt: MyIoRequest, request_id: str | None = None, **kwargs: object
-    ) -> list[str]:
+    def pre_process(self, prompt: MyIoRequest, request_id: str | None = None, **kwargs: object) -> list[str]:
         self._dimensions[request_id] = prompt.dimensions or self.hidden_size
         return list(prompt.texts)
 

@@ -124,4 +124,3 @@ def llama_name(name: str) -> str:
     if parts[0] == "layers":
         return LLAMA_NAMES["layers.{i}." + ".".join(parts[2:])].format(i=parts[1])
     return LLAMA_NAMES[name]
-

@@ -1,4 +1,4 @@
-"""An existing PEP 621 project that `add` extends: its pyproject, its import package and what it declares."""
+"""The project `add` extends: the model's reading of it, plus its pyproject as a tomlkit document to edit."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.project.model import MANIFEST_TABLE, PluginProject
+from vllm_scaffold.project.source_tree import read_project
 
-MANIFEST_TABLE = "vllm-scaffold"
 PLUGIN_MODULE = "vllm_plugin"
 
 
 @dataclass
 class Project:
-    root: Path
-    text: str
+    model: PluginProject
     doc: TOMLDocument
     package: str
     package_dir: str  # relative to root, posix: "src/pkg" or "pkg"
@@ -33,9 +33,8 @@ class Project:
                 "run 'vllm-scaffold add' inside a plugin package, pass --project DIR, or start one with "
                 "'vllm-scaffold new'",
             )
-        text = pyproject.read_text(encoding="utf-8")
         try:
-            doc = tomlkit.parse(text)
+            doc = tomlkit.parse(pyproject.read_text(encoding="utf-8"))
         except ParseError as error:
             raise ScaffoldError(
                 f"{pyproject} does not parse ({error})", "fix the TOML syntax, then run the command again"
@@ -45,21 +44,21 @@ class Project:
             raise ScaffoldError(
                 f"{pyproject} has no [project] table with a name", "vllm-scaffold adds to PEP 621 projects"
             )
-        package, package_dir = _find_package(root, doc, str(project_table["name"]))
-        return cls(root=root, text=text, doc=doc, package=package, package_dir=package_dir)
+        model = read_project(root)
+        package, package_dir = _choose_package(model)
+        return cls(model=model, doc=doc, package=package, package_dir=package_dir)
+
+    @property
+    def root(self) -> Path:
+        return self.model.root
 
     @property
     def dist_name(self) -> str:
-        return str(self.doc["project"]["name"])  # type: ignore[index]
+        return self.model.name
 
     @property
     def manifest(self) -> dict:
-        tool = self.doc.get("tool", {})
-        return tool.get(MANIFEST_TABLE, {}) if isinstance(tool, dict) else {}
-
-    def entry_points(self) -> dict[str, dict[str, str]]:
-        groups = self.doc["project"].get("entry-points", {})  # type: ignore[union-attr]
-        return {str(group): {str(k): str(v) for k, v in table.items()} for group, table in groups.items()}
+        return self.model.manifest
 
     def components(self) -> list[dict]:
         return [dict(component) for component in self.manifest.get("components", [])]
@@ -68,23 +67,20 @@ class Project:
         return (self.root / self.package_dir / f"{PLUGIN_MODULE}.py").is_file()
 
 
-def _find_package(root: Path, doc: TOMLDocument, project_name: str) -> tuple[str, str]:
-    tool = doc.get("tool", {})
-    declared = tool.get(MANIFEST_TABLE, {}).get("package") if isinstance(tool, dict) else None
-    candidates: list[Path] = []
-    for base in (root / "src", root):
-        if base.is_dir():
-            candidates += [p.parent for p in sorted(base.glob("*/__init__.py")) if p.parent.name != "tests"]
-    by_name = {path.name: path for path in candidates}
-    wanted = declared or re.sub(r"[-.]+", "_", project_name).lower()
+def _choose_package(model: PluginProject) -> tuple[str, str]:
+    """The import package components go into: the manifest's `package`, else the one named like the
+    distribution, else the only one there is."""
+    declared = model.manifest.get("package")
+    by_name = {name: path for name, path in model.packages.items() if path.is_dir() and name != "tests"}
+    wanted = declared or re.sub(r"[-.]+", "_", model.name).lower()
     if wanted in by_name:
-        chosen = by_name[wanted]
+        chosen = wanted
     elif declared is None and len(by_name) == 1:
-        chosen = next(iter(by_name.values()))
+        chosen = next(iter(by_name))
     else:
         found = ", ".join(sorted(by_name)) or "none"
         raise ScaffoldError(
-            f"cannot tell which import package of {root} to add to (found: {found})",
-            f"set package = \"NAME\" under [tool.{MANIFEST_TABLE}] in pyproject.toml",
+            f"cannot tell which import package of {model.root} to add to (found: {found})",
+            f'set package = "NAME" under [tool.{MANIFEST_TABLE}] in pyproject.toml',
         )
-    return chosen.name, chosen.relative_to(root).as_posix()
+    return chosen, by_name[chosen].relative_to(model.root).as_posix()

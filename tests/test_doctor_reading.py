@@ -1,0 +1,188 @@
+"""Doctor reads the plugins people write: every packaging layout, built wheels and sdists, installed
+distributions, and a whole environment of installed plugins (`--installed`).
+
+tests/fixtures/doctor/_layouts/<layout>/ is a small clean plugin in one packaging style;
+tests/fixtures/doctor/_environment/ holds two plugins that clash once installed side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
+from vllm_scaffold.project import Project, read_project
+from vllm_scaffold.testing import engine
+from vllm_scaffold.testing.engine import install_privately
+
+FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+LAYOUTS = FIXTURES / "_layouts"
+ENVIRONMENT = FIXTURES / "_environment"
+
+# layout -> (modules read, vLLM entry points read, files that declared them, codes reported)
+EXPECTED = {
+    "setup-py-only": (2, 1, ["setup.py"], set()),
+    "pyproject-and-setup-py": (2, 1, ["setup.py"], set()),
+    "setup-cfg": (2, 1, ["setup.cfg"], set()),
+    "maturin": (2, 1, ["pyproject.toml"], set()),
+    "namespace": (1, 1, ["pyproject.toml"], set()),
+    "requirements-pins": (2, 1, ["pyproject.toml"], {"vllm-version-outside-range"}),
+}
+ENVIRONMENT_CODES = {
+    "env-platforms-conflict",
+    "env-platforms-several",
+    "env-custom-attention-twice",
+    "env-kv-connector-twice",
+    "env-quantization-twice",
+    "env-plugins-drops",
+}
+
+
+def test_every_layout_has_an_expectation() -> None:
+    assert sorted(p.name for p in LAYOUTS.iterdir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("layout", sorted(EXPECTED))
+def test_layout_is_read(layout: str) -> None:
+    modules, entry_points, declared_in, codes = EXPECTED[layout]
+    report = diagnose(LAYOUTS / layout, live=False)
+    assert report.read["modules"] == modules, report.read
+    assert report.read["vllm_entry_points"] == entry_points, report.read
+    assert report.read["declared_in"] == declared_in, report.read
+    assert report.codes == codes, [f.as_json() for f in report.findings]
+
+
+def test_requirements_pin_is_read_with_its_line() -> None:
+    report = diagnose(LAYOUTS / "requirements-pins", live=False)
+    assert [f.where for f in report.findings] == ["requirements.txt:3"]
+    project = read_project(LAYOUTS / "requirements-pins")
+    assert [(r.name, r.specifier) for r in project.requirements] == [("vllm", "==0.20.1"), ("numpy", "<3")]
+
+
+def test_setup_py_is_never_executed(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "setup.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nfrom setuptools import setup\nsetup(name='fx-inert', "
+        "entry_points={'vllm.general_plugins': ['fx_inert = fx_inert:register']})\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "fx_inert").mkdir()
+    (tmp_path / "fx_inert" / "__init__.py").write_text("def register() -> None:\n    pass\n", encoding="utf-8")
+    project = read_project(tmp_path)
+    assert [ep.value for ep in project.vllm_entry_points] == ["fx_inert:register"]
+    assert not marker.exists()
+
+
+def test_add_and_the_harness_use_the_same_reading() -> None:
+    """`add` finds the package where the build configuration puts it; the harness recognises a setup.py-only
+    plugin; add still refuses a project without pyproject.toml."""
+    assert Project.load(LAYOUTS / "maturin").package_dir == "python/fx_layout_maturin"
+    assert engine.is_vllm_plugin_project(LAYOUTS / "setup-py-only")
+    assert engine.project_distribution(LAYOUTS / "setup-cfg") == "fx-layout-setup-cfg"
+    assert not engine.is_vllm_plugin_project(FIXTURES / "no-vllm-entry-points")
+
+
+def test_add_keeps_refusing_a_project_without_pyproject(cli) -> None:
+    result = cli("add", "logits-processor", "extra", "--project", str(LAYOUTS / "setup-py-only"), "--defaults")
+    assert result.exit_code == 2
+    assert "no pyproject.toml" in result.output
+
+
+@pytest.fixture(scope="module")
+def installed_clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install_privately(FIXTURES / "clean", tmp_path_factory.mktemp("site"))
+
+
+def _zip_tree(root: Path, archive: Path) -> Path:
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out.write(path, path.relative_to(root).as_posix())
+    return archive
+
+
+def test_wheel_is_read(installed_clean: Path, tmp_path: Path) -> None:
+    wheel = _zip_tree(installed_clean, tmp_path / "fx_clean-0.1.0-py3-none-any.whl")
+    report = diagnose(wheel, live=False)
+    assert report.package == "fx-clean"
+    assert (report.read["modules"], report.read["vllm_entry_points"]) == (3, 1)
+    assert not report.findings, [f.as_json() for f in report.findings]
+
+
+def test_sdist_is_read(tmp_path: Path) -> None:
+    sdist = tmp_path / "fx_layout_setup_py-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as out:
+        out.add(LAYOUTS / "setup-py-only", arcname="fx_layout_setup_py-0.1.0")
+    report = diagnose(sdist, live=False)
+    assert (report.package, report.read["modules"], report.read["vllm_entry_points"]) == ("fx-layout-setup-py", 2, 1)
+
+
+def test_installed_distribution_is_read_by_name(installed_clean: Path) -> None:
+    environ = {**os.environ, "PYTHONPATH": str(installed_clean)}
+    report = diagnose("fx-clean", live=False, environ=environ)
+    assert (report.read["modules"], report.read["vllm_entry_points"]) == (3, 1)
+    assert report.read["declared_in"][-1].endswith(".dist-info/entry_points.txt")
+
+
+def test_unknown_target_is_a_one_line_error(cli) -> None:
+    result = cli("doctor", "fx-not-installed-anywhere", "--no-live")
+    assert result.exit_code == 2
+    assert "no directory, archive or installed distribution named 'fx-not-installed-anywhere'" in result.output
+
+
+@pytest.fixture(scope="module")
+def clashing_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("clashing")
+    for package in sorted(ENVIRONMENT.iterdir()):
+        install_privately(package, site)
+    return site
+
+
+def test_installed_reports_what_clashes(clashing_site: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
+    environ["PYTHONPATH"] = str(clashing_site)
+    plugins = "fx_env_alpha,fx_env_alpha_platform,fx_env_beta_platform"
+    result = diagnose_installed(live=True, vllm_plugins=plugins, environ=environ)
+    assert [r.package for r in result.packages] == ["fx-env-alpha", "fx-env-beta"]
+    found = [f.as_json() for f in result.environment.findings]
+    assert result.environment.codes == ENVIRONMENT_CODES - {"env-platforms-several"}, found
+    dropped = [f for f in result.environment.findings if f.code == "env-plugins-drops"]
+    assert len(dropped) == 1 and "fx-env-beta" in dropped[0].message
+    assert result.has_error
+
+
+def test_installed_without_clashes_has_no_environment_finding(clashing_site: Path, tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    shutil.copytree(clashing_site, alone, ignore=shutil.ignore_patterns("fx_env_beta*"))
+    environ = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
+    environ["PYTHONPATH"] = str(alone)
+    result = diagnose_installed(live=True, environ=environ)
+    assert [r.package for r in result.packages] == ["fx-env-alpha"]
+    assert not result.environment.findings
+
+
+def test_cli_installed_json(clashing_site: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
+    env["PYTHONPATH"] = str(clashing_site)
+    completed = subprocess.run(
+        [sys.executable, "-m", "vllm_scaffold", "doctor", "--installed", "--no-live", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stderr
+    data = json.loads(completed.stdout)
+    assert {p["package"] for p in data["packages"]} == {"fx-env-alpha", "fx-env-beta"}
+    codes = {f["code"] for f in data["environment"]["findings"]}
+    # without the detectors called, two installed platforms are a warning, not a certainty
+    assert codes == ENVIRONMENT_CODES - {"env-platforms-conflict", "env-plugins-drops"}

@@ -1,0 +1,118 @@
+"""Formatting rendered Python with ruff, so a generated package passes its own `ruff check` and `ruff format --check`.
+
+How a rendered line is laid out depends on the names and answers a user gives: a 35-character package name turns
+a one-line import into a wrapped one, a long class name pushes a call past the line length. Templates are written
+for reading, and every rendered Python file goes through ruff's import sorter and formatter before anything is
+written, with the configuration of the project it lands in: the generated `[tool.ruff]` table for `new`, the
+project's own ruff configuration for `add` (ruff's defaults where it has none). What the formatter cannot move
+(comments, docstrings, string literals) the templates keep short enough for the longest name `names` accepts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.wrapping import wrap_prose
+
+# What `ruff format` formats: Python modules, and the Python code blocks of Markdown pages.
+FORMATTED_SUFFIXES = (".py", ".md")
+RUFF_DEFAULT_LINE_LENGTH = 88
+
+
+def ruff_config(root: Path, package: str) -> list[str]:
+    """The `--config` arguments that make ruff format like the project at `root`, whose import package is `package`.
+
+    The files are formatted in scratch space before the modules they import exist in the project, so ruff cannot
+    find `package` on the project's `src` paths: it is named first-party explicitly, next to the project's own list.
+    """
+    config_file, table = _project_ruff_table(root)
+    isort = table.get("lint", {}).get("isort", table.get("isort", {}))
+    first_party = [*isort.get("known-first-party", []), package]
+    override = f"lint.isort.known-first-party = {first_party!r}"
+    return [*(["--config", str(config_file)] if config_file else ["--isolated"]), "--config", override]
+
+
+def _project_ruff_table(root: Path) -> tuple[Path | None, dict[str, Any]]:
+    """The project's ruff configuration file and its settings; (None, {}) when it has none."""
+    for name in ("ruff.toml", ".ruff.toml", "pyproject.toml"):
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            document = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        if name != "pyproject.toml":
+            return path, document
+        if "ruff" in document.get("tool", {}):
+            return path, document["tool"]["ruff"]
+    return None, {}
+
+
+def format_sources(files: Mapping[str, str], root: Path, package: str) -> dict[str, str]:
+    """`files` (relative path -> text) formatted as the project at `root` says.
+
+    Python modules get their imports sorted and are formatted; Markdown files get their Python code blocks
+    formatted (what `ruff format` does with them). Other files come back unchanged.
+    """
+    files = {relpath: text for relpath, text in files.items() if relpath.endswith(FORMATTED_SUFFIXES)}
+    if not files:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-format-") as scratch:
+        paths = {relpath: Path(scratch) / relpath for relpath in files}
+        for relpath, path in paths.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(files[relpath], encoding="utf-8")
+        python = {relpath: path for relpath, path in paths.items() if relpath.endswith(".py")}
+        config = ruff_config(root, package)
+        if python:  # never without paths: ruff would then fix the project itself
+            _ruff("check", "--fix-only", "--select", "I", *config, *map(str, python.values()), root=root)
+        _ruff("format", *config, *map(str, paths.values()), root=root)
+        width = line_length(root)
+        wrapped = False
+        for path in python.values():
+            text = path.read_text(encoding="utf-8")
+            if (refilled := wrap_prose(text, width)) != text:
+                path.write_text(refilled, encoding="utf-8")
+                wrapped = True
+        if wrapped:  # a comment moved above its code line can let the formatter join that line again
+            _ruff("format", *config, *map(str, python.values()), root=root)
+        return {relpath: path.read_text(encoding="utf-8") for relpath, path in paths.items()}
+
+
+def _ruff(*args: str, root: Path) -> None:
+    """Runs ruff from the project root, so paths in its configuration resolve as they will in the project."""
+    from ruff import find_ruff_bin
+
+    done = subprocess.run([find_ruff_bin(), *args, "--no-cache", "--quiet"], cwd=root, capture_output=True, text=True)
+    if done.returncode != 0:
+        problem = " ".join((done.stderr or done.stdout).split()) or f"exit code {done.returncode}"
+        raise ScaffoldError(
+            f"ruff could not format the rendered files ({problem})", "check the project's ruff configuration"
+        )
+
+
+def line_length(root: Path) -> int:
+    """The line length the project's ruff checks (E501): its max-line-length or line-length, else ruff's 88."""
+    _, table = _project_ruff_table(root)
+    lint = table.get("lint", {})
+    pycodestyle = lint.get("pycodestyle", table.get("pycodestyle", {}))
+    return int(pycodestyle.get("max-line-length", table.get("line-length", RUFF_DEFAULT_LINE_LENGTH)))
+
+
+def format_tree(root: Path, package: str) -> None:
+    """Formats every Python and Markdown file under `root` in place, as the project at `root` says."""
+    files = {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name.endswith(FORMATTED_SUFFIXES)
+    }
+    for relpath, content in format_sources(files, root, package).items():
+        if content != files[relpath]:
+            (root / relpath).write_text(content, encoding="utf-8")
