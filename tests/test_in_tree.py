@@ -100,3 +100,23 @@ def test_questions_refuse_names_from_the_shared_data(template: str, question: st
     assert variable in REGISTRIES
     validator = questions(template)[question]["validator"]
     assert f"import {variable} %}}" in validator and f"{question} in {variable}" in validator
+
+
+def test_catalog_groups_are_what_every_verified_release_reads() -> None:
+    from vllm_scaffold.catalog import load_catalog
+
+    groups = {seam.group for seam in load_catalog().values() if seam.group}
+    for version in vllm_facts.checked_versions():
+        read = set(vllm_facts.shipped(version).entry_point_groups)
+        assert groups == read, f"vLLM {version} reads {sorted(read)}, the catalog names {sorted(groups)}"
+
+
+def test_an_installed_release_the_tool_ships_uses_the_shipped_index() -> None:
+    """No index is rebuilt (minutes) where the installed sources are those of a shipped release."""
+    vllm = installed.installed_vllm()
+    if (
+        vllm.version not in vllm_facts.checked_versions()
+        or vllm.distribution != vllm_facts.shipped(vllm.version).distribution
+    ):
+        pytest.skip(f"the installed vLLM ({vllm.distribution} {vllm.version}) has no shipped index")
+    assert installed.facts() is vllm_facts.shipped(vllm.version)

@@ -159,3 +159,21 @@ def test_release_matrix_page_is_current() -> None:
     script = Path(__file__).parents[1] / "scripts" / "release_matrix.py"
     result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("seam", "answers"),
+    [
+        ("attention-backend", {"backend_name": "MY_NAMED"}),  # a name of its own: selectable from 0.32 only
+        ("linear-kernel", {"kind": "mp"}),
+    ],
+)
+def test_non_default_answers_are_clean_on_every_release(seam: str, answers: dict[str, str], tmp_path: Path) -> None:
+    from vllm_scaffold.scaffold import new_package
+
+    root = new_package(seam, "variant", tmp_path / "variant", answers, interactive=False, dry_run=False).root
+    package = with_tests(PluginPackage.load(root))
+    for version in vllm_facts.checked_versions():
+        findings = check(package, vllm_facts.shipped(version), _all_releases())
+        serious = [f for f in findings if f.severity is not Severity.INFO]
+        assert not serious, f"{version}: " + "\n".join(f"{f.code} {f.where}: {f.message}" for f in serious)

@@ -23,7 +23,7 @@ from vllm_scaffold.doctor import suppress
 from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
 from vllm_scaffold.doctor.package import Module, PluginPackage
-from vllm_scaffold.doctor.source import aliases, qualified
+from vllm_scaffold.doctor.source import aliases, qualified, string_constants
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
 
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
@@ -76,6 +76,16 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+def _returns_unless(stmt: object) -> bool:
+    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed."""
+    return (
+        isinstance(stmt, ast.If)
+        and _is_version_test(stmt.test)
+        and not stmt.orelse
+        and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
+    )
+
+
 def walk(module: Module) -> Iterator[Place]:
     """Every node of the module with the guard it runs under; annotations are skipped (never evaluated
     under `from __future__ import annotations`, and only type checkers read them)."""
@@ -105,9 +115,12 @@ def walk(module: Module) -> Iterator[Place]:
             if name in {"annotation", "returns"}:
                 continue
             children = value if isinstance(value, list) else [value]
+            current = guard
             for child in children:
                 if isinstance(child, ast.AST):
-                    yield from visit(child, guard)
+                    yield from visit(child, current)
+                if _returns_unless(child):
+                    current = current or "guarded"  # `if not hasattr(...): return` guards what follows
 
     if module.tree is not None:
         yield from visit(module.tree, None)
@@ -260,7 +273,10 @@ class ReleaseCheck:
                     "pass the arguments this release's signature takes",
                 )
                 continue
+            constants = string_constants(module)
             for param, argument in _bind(signature, node):
+                if isinstance(argument, ast.Name) and argument.id in constants:
+                    argument = ast.Constant(constants[argument.id])  # BACKEND_NAME = "MY_ATTN"
                 wrong = self._wrong_literal(symbol, param, argument)
                 if wrong:
                     self.report(
@@ -603,6 +619,8 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
 
 
 def _reports(package: PluginPackage, specs: list[str]) -> list[Report]:
+    from vllm_scaffold.doctor.runner import _what_was_read
+
     loaded: list[tuple[ReleaseIndex, float]] = []
     for spec in specs:
         started = time.perf_counter()
@@ -612,7 +630,7 @@ def _reports(package: PluginPackage, specs: list[str]) -> list[Report]:
     reports = []
     for index, seconds in loaded:
         started = time.perf_counter()
-        report = Report(package=package.dist_name, vllm=f"{index.distribution} {index.version}")
+        report = Report(package.dist_name, f"{index.distribution} {index.version}", read=_what_was_read(package))
         report.live = "off: checked against the release's source index"
         report.add(check(package, index, others))
         report.findings = suppress.apply(package, report.findings)

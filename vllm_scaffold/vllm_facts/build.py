@@ -41,7 +41,8 @@ def read_sources(source: Path) -> Iterator[tuple[str, bool, str]]:
     root = source / "vllm" if (source / "vllm" / "__init__.py").is_file() else source
     for path in sorted(root.rglob("*.py")):
         rel = "vllm/" + path.relative_to(root).as_posix()
-        yield _module_name(rel), path.name == "__init__.py", path.read_text(encoding="utf-8", errors="replace")
+        # bytes as they are (no newline translation), so a tree and its wheel have the same digest
+        yield _module_name(rel), path.name == "__init__.py", path.read_bytes().decode("utf-8", "replace")
 
 
 def version_of(source: Path) -> str | None:
