@@ -8,12 +8,14 @@ already installed in the environment (`pip install -e .`), that installation is 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project import read_project
@@ -89,17 +91,37 @@ def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
 
 
 def shutdown_engines(llms: list[object]) -> None:
-    """Shuts down in-process `vllm.LLM` engines and frees what vLLM keeps per process, so another can start."""
+    """Shuts down in-process `vllm.LLM` engines and frees what vLLM keeps per process, so another can start.
+
+    Empties `llms` first, so the one garbage collection vLLM's cleanup runs can free the engines.
+    """
     if not llms:
         return
-    import gc
-
     from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
-    for llm in llms:
-        llm.llm_engine.engine_core.shutdown()  # type: ignore[attr-defined]
-    gc.collect()
+    while llms:
+        llms.pop().llm_engine.engine_core.shutdown()  # type: ignore[attr-defined]
     cleanup_dist_env_and_memory()
+
+
+@contextlib.contextmanager
+def in_process_llm(**kwargs: Any) -> Iterator[Any]:
+    """A `vllm.LLM` in this process (engine core and worker included), shut down on exit.
+
+    For a reference run inside a fixture of any scope: a fresh interpreter would pay vLLM's import again.
+    """
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in ENGINE_ENV.items():
+            patch.setenv(key, value)
+        from vllm import LLM
+
+        llms = [LLM(**kwargs)]
+        try:
+            yield llms[0]
+        finally:
+            shutdown_engines(llms)
 
 
 def run_python(

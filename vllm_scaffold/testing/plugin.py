@@ -169,7 +169,6 @@ def make_llm(
 
     yield make
     engine.shutdown_engines(created)
-    created.clear()
 
 
 @pytest.fixture

@@ -37,8 +37,9 @@ def module_llm(
             return engines[key]
 
         yield get
-        engine.shutdown_engines(list(engines.values()))
+        llms = list(engines.values())
         engines.clear()
+        engine.shutdown_engines(llms)
 
 
 @pytest.fixture(scope="module")
