@@ -1,7 +1,7 @@
 """Every template renders fresh and the rendered package's own tests pass inside vLLM's CPU engine.
 
-Each package is tested exactly as its author would: `python -m pytest` in its directory, in this
-environment (vLLM for CPU), with the harness installing the package privately.
+Each package is tested exactly as its CI would: `python -m pytest --slow` (both tiers) in its directory, in
+this environment (vLLM for CPU), with the harness installing the package privately.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_generated_package_tests_pass_in_the_cpu_engine(key: str, tmp_path: Path
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache"))}
     env.pop("PYTHONPATH", None)
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "--slow"],
         cwd=package,
         env=env,
         capture_output=True,

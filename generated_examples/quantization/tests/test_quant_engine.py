@@ -6,7 +6,7 @@ Three in-process engines on the tiny Llama, each started once for the whole modu
 - checkpoint: the pre-quantized checkpoint, detected from its config.json alone.
 Each quantized engine must hold int8 weights in its linear layers, must have sent them through
 MyQLinearMethod (its per-backend counters), and must score the prompts like the reference. A
-tensor-parallel run then loads the pre-quantized shards into two workers.
+tensor-parallel run (marked slow: `pytest --slow`) then loads the pre-quantized shards into two workers.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_tensor_parallel_checkpoint_matches_reference(
     runs: dict[str, EngineRun], checkpoints: dict[str, Path], run_python
 ) -> None:
