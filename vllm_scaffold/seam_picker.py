@@ -11,10 +11,12 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from prompt_toolkit.application import Application, get_app
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import FormattedTextControl, HSplit, Layout, Window
 from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.margins import ConditionalMargin, ScrollbarMargin
 from prompt_toolkit.styles import Style
 
 from vllm_scaffold.catalog import Seam
@@ -189,15 +191,21 @@ def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | No
     def _(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
+    def cut() -> bool:
+        info = rows.render_info
+        return info is not None and info.content_height > info.window_height
+
+    rows = Window(
+        FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
+        wrap_lines=True,
+        height=Dimension(min=1),
+        dont_extend_height=True,
+        right_margins=[ConditionalMargin(ScrollbarMargin(display_arrows=True), Condition(cut))],
+    )
     body = HSplit(
         [
             Window(FormattedTextControl(lambda: picker.header(width())), wrap_lines=True, dont_extend_height=True),
-            Window(
-                FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
-                wrap_lines=True,
-                height=Dimension(min=1),
-                dont_extend_height=True,
-            ),
+            rows,
             Window(height=1, char="-", style="class:hint"),
             Window(
                 FormattedTextControl(details),
