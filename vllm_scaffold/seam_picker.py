@@ -11,12 +11,11 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from prompt_toolkit.application import Application, get_app
-from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import FormattedTextControl, HSplit, Layout, Window
+from prompt_toolkit.layout import FormattedTextControl, HSplit, Layout, Window, WindowRenderInfo
 from prompt_toolkit.layout.dimension import Dimension
-from prompt_toolkit.layout.margins import ConditionalMargin, ScrollbarMargin
+from prompt_toolkit.layout.margins import ScrollbarMargin
 from prompt_toolkit.styles import Style
 
 from vllm_scaffold.catalog import Seam
@@ -133,6 +132,15 @@ def _wrap(text: str, width: int, indent: str = "") -> str:
     )
 
 
+class ScrollbarWhenCut(ScrollbarMargin):
+    """A scroll bar drawn only while the list is taller than its window, so a full list shows none."""
+
+    def create_margin(self, window_render_info: WindowRenderInfo, width: int, height: int) -> StyleAndTextTuples:
+        if window_render_info.content_height <= window_render_info.window_height:
+            return []
+        return super().create_margin(window_render_info, width, height)
+
+
 def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | None = None, intro: str = "") -> Seam:
     """Shows `seams` and returns the one chosen; KeyboardInterrupt on Ctrl-C or Ctrl-D.
 
@@ -191,16 +199,12 @@ def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | No
     def _(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
-    def cut() -> bool:
-        info = rows.render_info
-        return info is not None and info.content_height > info.window_height
-
     rows = Window(
         FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
         wrap_lines=True,
         height=Dimension(min=1),
         dont_extend_height=True,
-        right_margins=[ConditionalMargin(ScrollbarMargin(display_arrows=True), Condition(cut))],
+        right_margins=[ScrollbarWhenCut(display_arrows=True)],
     )
     body = HSplit(
         [
