@@ -227,7 +227,7 @@ def _what_was_read(package: PluginPackage) -> dict[str, object]:
         "modules": len(package.modules),
         "lines": sum(module.lines for module in package.modules.values()),
         "vllm_entry_points": len(project.vllm_entry_points),
-        "declared_in": list(project.read_from),
+        "read_from": list(project.read_from),
         "packages": {name: _relative(path, project.root) for name, path in project.packages.items()},
     }
 

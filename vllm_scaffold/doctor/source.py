@@ -190,7 +190,18 @@ def top_level_names(module: Module) -> set[str]:
             names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
         else:
             names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    if "__getattr__" in names:  # PEP 562: the module provides the names it exports on first access
+        names.update(_exported(module))
     return names
+
+
+def _exported(module: Module) -> list[str]:
+    """The string literals of a top-level `__all__ = [...]`."""
+    for stmt in module.tree.body if module.tree else ():
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets):
+            if isinstance(stmt.value, (ast.List, ast.Tuple)):
+                return [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
 
 
 def _references(module: Module) -> list[str]:
