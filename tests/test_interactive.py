@@ -54,6 +54,17 @@ def accept_defaults(terminal: Terminal, template: str) -> None:
             terminal.press("enter")
 
 
+def test_typing_matches_keys_and_titles_first_then_what_a_seam_says() -> None:
+    picker = SeamPicker("", list(CATALOG.values()), {})
+    picker.type("kv")
+    assert [seam.key for seam in picker.shown()] == ["kv-connector"]
+    picker.type("cache")  # in no key or title: the summaries and process lists decide, not the category names
+    found = {seam.key for seam in picker.shown()}
+    assert {"kv-connector", "attention-backend"} <= found and "logits-processor" not in found
+    picker.type("zzq")
+    assert picker.shown() == [] and picker.current() is None
+
+
 def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run, tmp_path: Path) -> None:
     terminal = run("new")
     screen = terminal.wait_for(SEAM_QUESTION)

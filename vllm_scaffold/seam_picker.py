@@ -56,11 +56,7 @@ class SeamPicker:
         named = [seam for seam in self.seams if query in f"{seam.key} {seam.title}".lower()]
         if named:
             return named
-        return [
-            seam
-            for seam in self.seams
-            if query in f"{seam.summary} {seam.category} {seam.process_family} {seam.api}".lower()
-        ]
+        return [seam for seam in self.seams if query in f"{seam.summary} {seam.process_family} {seam.api}".lower()]
 
     def choosable(self) -> list[Seam]:
         return [seam for seam in self.shown() if seam.has_template]
