@@ -15,6 +15,9 @@ import pytest
 
 from vllm_scaffold.examples import render_example, templated_keys
 
+# Every Triton launch of the generated tests also compiles for these GPUs, as the generated CI does.
+CUDA_ARCHS = "80,89,90,100"
+
 
 @pytest.mark.parametrize("key", templated_keys())
 def test_generated_package_passes_its_own_ruff_config(key: str, tmp_path: Path) -> None:
@@ -31,7 +34,7 @@ def test_generated_package_tests_pass_in_the_cpu_engine(key: str, tmp_path: Path
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache"))}
     env.pop("PYTHONPATH", None)
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "--slow"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "--slow", "--cuda-arch", CUDA_ARCHS],
         cwd=package,
         env=env,
         capture_output=True,
