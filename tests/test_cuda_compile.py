@@ -22,15 +22,8 @@ def run_pytest(tmp_path: Path, test_source: str, *options: str) -> subprocess.Co
     (project / "test_kernels.py").write_text(test_source)
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": str(tmp_path / "cache")}
     env.pop("TRITON_INTERPRET", None)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "default", *options],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "default", *options]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
 COPY_TEST = """
