@@ -10,5 +10,5 @@ for package in generated_examples/*/; do
         packages+=("${package%/}")
     fi
 done
-exec .venv/bin/python -m vllm_scaffold.testing.cuda_report "${packages[@]}" --arch 80,89,90,100 \
+exec .venv/bin/python -m vllm_scaffold_testing.cuda_report "${packages[@]}" --arch 80,89,90,100 \
     --output docs/gpu-compile-report.md

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_scaffold.testing.cuda_compile import ARCHS, CompileResult, parse_archs
+from vllm_scaffold_testing.cuda_compile import ARCHS, CompileResult, parse_archs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cuda_kernels" / "copy_kernels.py"
 

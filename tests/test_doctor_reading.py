@@ -19,8 +19,8 @@ import pytest
 
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.project import Project, read_project
-from vllm_scaffold.testing import engine
-from vllm_scaffold.testing.engine import install_privately
+from vllm_scaffold_testing import engine
+from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 LAYOUTS = FIXTURES / "_layouts"

@@ -1,6 +1,6 @@
 """The `--cuda-arch` option of the pytest plugin: every Triton launch a test makes also compiles for real GPUs.
 
-Registered by `vllm_scaffold.testing.plugin` when the option is given. While a test runs (under the
+Registered by `vllm_scaffold_testing.plugin` when the option is given. While a test runs (under the
 interpreter on a machine without CUDA), its launches are recorded; after it passes, each distinct launch is
 compiled for every listed architecture (see `cuda_compile`), and so is every configuration the kernel
 module declares for its CUDA path (`cuda_launch_configs()`), the first time a test launches one of its
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vllm_scaffold.testing.cuda_compile import (
+from vllm_scaffold_testing.cuda_compile import (
     ARCHS,
     CONFIGS_FUNCTION,
     CompileChecker,

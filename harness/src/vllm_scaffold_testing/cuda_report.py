@@ -1,4 +1,4 @@
-"""`python -m vllm_scaffold.testing.cuda_report [PACKAGE_DIR ...]`: what each kernel of a plugin needs on a GPU.
+"""`python -m vllm_scaffold_testing.cuda_report [PACKAGE_DIR ...]`: what each kernel of a plugin needs on a GPU.
 
 For every module of the packages that declares `cuda_launch_configs()`, each declared launch (the ones the
 CUDA path can choose) is compiled for each architecture without a GPU (see `cuda_compile`), and one
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vllm_scaffold.testing.cuda_compile import (
+from vllm_scaffold_testing.cuda_compile import (
     ARCHS,
     CONFIGS_FUNCTION,
     DEFAULT_ARCHS,
@@ -95,7 +95,7 @@ def report(packages: Sequence[Path], archs: tuple[int, ...]) -> tuple[str, int]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vllm_scaffold.testing.cuda_report", description=__doc__.split("\n")[0]
+        prog="python -m vllm_scaffold_testing.cuda_report", description=__doc__.split("\n")[0]
     )
     parser.add_argument("packages", nargs="*", type=Path, default=[Path(".")], help="plugin package directories")
     parser.add_argument("--arch", default=",".join(map(str, DEFAULT_ARCHS)), help="e.g. 80,89,90,100")
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         parser.exit(2, f"not a directory: {', '.join(missing)}; pass plugin package directories\n")
     text, problems = report([p.resolve() for p in args.packages], archs)
-    command = " ".join(["python -m vllm_scaffold.testing.cuda_report", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m vllm_scaffold_testing.cuda_report", *(argv if argv is not None else sys.argv[1:])])
     text = "\n".join(
         [
             "# Triton kernels compiled for NVIDIA GPUs",

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from vllm_scaffold.testing import engine
-from vllm_scaffold.testing.server import SERVER_DEFAULTS, OpenAIServer
+from vllm_scaffold_testing import engine
+from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Compiles Triton kernels for real NVIDIA GPUs on a machine without one, and measures what they use.
 
-Used by the pytest plugin under `--cuda-arch` and by `python -m vllm_scaffold.testing.cuda_report`.
+Used by the pytest plugin under `--cuda-arch` and by `python -m vllm_scaffold_testing.cuda_report`.
 Triton's wheel ships NVIDIA's `ptxas`, so a kernel compiles to a real cubin for any architecture here; what
 the cubin needs (registers, spilled bytes, shared memory) decides whether and how fast it runs on the GPU.
 
@@ -319,7 +319,7 @@ class CompileWorker:
         env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         self.log = tempfile.NamedTemporaryFile("w+", prefix="cuda-compile-", suffix=".log", delete=False)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vllm_scaffold.testing.cuda_compile_worker"],
+            [sys.executable, "-m", "vllm_scaffold_testing.cuda_compile_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
