@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing import TP2_ENV
+from vllm_scaffold_testing import TP2_ENV
 
 from my_plugin.hooks.registration import TRACE_ENV
 

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV  # noqa: E402
-from vllm_scaffold.testing.offline import (  # noqa: E402
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV  # noqa: E402
+from vllm_scaffold_testing.offline import (  # noqa: E402
     EngineRun,
     describe_layers,
     engine_run,
@@ -87,7 +87,7 @@ def test_scores_and_greedy_tokens_match_the_dequantized_reference(runs: dict[str
 TP_SCRIPT = """
 import json
 from vllm import LLM
-from vllm_scaffold.testing.offline import describe_layers, prompt_logprobs
+from vllm_scaffold_testing.offline import describe_layers, prompt_logprobs
 
 if __name__ == "__main__":
     llm = LLM(**{kwargs!r})
