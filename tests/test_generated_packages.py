@@ -29,11 +29,12 @@ def test_generated_package_passes_its_own_ruff_config(key: str, tmp_path: Path) 
 
 
 @pytest.fixture(scope="session")
-def harness_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return fresh_clone.build_harness_wheel(tmp_path_factory.mktemp("wheels"))
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return fresh_clone.build_wheels(tmp_path_factory.mktemp("wheels"))
 
 
-def test_the_harness_wheel_needs_nothing_from_the_generator(harness_wheel: Path) -> None:
+def test_the_harness_wheel_needs_nothing_from_the_generator(wheels: list[Path]) -> None:
+    (harness_wheel,) = [wheel for wheel in wheels if wheel.name.startswith("vllm_scaffold_testing-")]
     with zipfile.ZipFile(harness_wheel) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
@@ -59,13 +60,13 @@ def engine_view(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.engine
 @pytest.mark.parametrize("key", templated_keys())
 def test_generated_package_ci_passes_from_a_fresh_clone(
-    key: str, tmp_path: Path, harness_wheel: Path, engine_view: Path
+    key: str, tmp_path: Path, wheels: list[Path], engine_view: Path
 ) -> None:
-    """The workflow's own steps (lint, install, `pytest --slow`) in a clone, as described in fresh_clone.py."""
+    """The workflow's own steps (install, lint, doctor, `pytest --slow`) in a clone, as fresh_clone.py says."""
     package = render_example(key, tmp_path / "generated" / key)
     readme = (package / "README.md").read_text(encoding="utf-8")
-    assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold/harness" in readme
-    clone = fresh_clone.commit_and_clone(package, harness_wheel, tmp_path / "clone")
+    assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold/harness path/to/vllm-scaffold" in readme
+    clone = fresh_clone.commit_and_clone(package, wheels, tmp_path / "clone")
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
     cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
     results = fresh_clone.run_workflow(clone, venv, cache)
@@ -73,10 +74,10 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
         print(f"{key}: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
     failed = [step for step in results if step.returncode != 0]
     assert not failed, f"{key}: step '{failed[0].name}' failed:\n{failed[0].output[-12000:]}"
-    # The harness the tests ran on is the wheel's, and the generator was nowhere in sight.
-    probe = "import importlib.util as u, vllm_scaffold_testing as h; print(h.__file__, u.find_spec('vllm_scaffold'))"
-    harness, generator = subprocess.check_output([venv / "bin/python", "-c", probe], text=True).split()
-    assert Path(harness).is_relative_to(venv) and generator == "None", (harness, generator)
+    # The harness and the tool that ran are the wheels' installs in the venv, not this checkout's.
+    probe = "import vllm_scaffold as t, vllm_scaffold_testing as h; print(t.__file__, h.__file__)"
+    installed = subprocess.check_output([venv / "bin/python", "-c", probe], cwd=clone, text=True).split()
+    assert all(Path(path).is_relative_to(venv) for path in installed), installed
     summary = results[-1].output.strip().splitlines()[-1]
     print(f"{key}: {summary}")
     assert " passed" in summary and "failed" not in summary, summary
