@@ -80,9 +80,10 @@ def test_setup_py_is_never_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_add_and_the_harness_use_the_same_reading() -> None:
-    """`add` finds the package where the build configuration puts it; the harness recognises a setup.py-only
-    plugin; add still refuses a project without pyproject.toml."""
+def test_add_and_the_harness_read_every_layout() -> None:
+    """`add` finds the package where the build configuration puts it; the harness (which imports nothing
+    from the tool) recognises a setup.py-only plugin and a setup.cfg name through the build backend's
+    metadata."""
     assert Project.load(LAYOUTS / "maturin").package_dir == "python/fx_layout_maturin"
     assert engine.is_vllm_plugin_project(LAYOUTS / "setup-py-only")
     assert engine.project_distribution(LAYOUTS / "setup-cfg") == "fx-layout-setup-cfg"

@@ -8,17 +8,20 @@ already installed in the environment (`pip install -e .`), that installation is 
 
 from __future__ import annotations
 
+import configparser
 import contextlib
+import email.parser
 import importlib.metadata
 import os
 import subprocess
 import sys
+import tempfile
+import tomllib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.project import read_project
 
 # Engine settings that fit the tiny model and a 2-core, no-GPU machine.
 TINY_ENGINE_KWARGS: dict[str, object] = {
@@ -43,16 +46,57 @@ ENGINE_ENV: dict[str, str] = {
 TP2_ENV: dict[str, str] = {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
 
 
+@dataclass(frozen=True)
+class ProjectMetadata:
+    """What a project declares, as far as running it in an engine goes."""
+
+    name: str
+    entry_point_groups: frozenset[str]
+    manifest: bool  # a [tool.vllm-scaffold] table
+
+    @property
+    def is_vllm_plugin(self) -> bool:
+        return self.manifest or any(group.startswith("vllm.") for group in self.entry_point_groups)
+
+
+@cache
+def project_metadata(project: Path) -> ProjectMetadata | None:
+    """The project at `project`, or None where there is none (no pyproject.toml, setup.py or setup.cfg).
+
+    A pyproject.toml whose [project] table states the name and the entry points is read as it is. Any other
+    layout (setup.py, setup.cfg, dynamic metadata) is built by its own build backend into a scratch
+    directory, exactly as the private install would, and read from the metadata that writes.
+    """
+    pyproject = project / "pyproject.toml"
+    table = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
+    manifest = "vllm-scaffold" in table.get("tool", {})
+    declared = table.get("project", {})
+    if "name" in declared and not {"name", "entry-points"} & set(declared.get("dynamic", [])):
+        return ProjectMetadata(declared["name"], frozenset(declared.get("entry-points", {})), manifest)
+    if not pyproject.is_file() and not (project / "setup.py").is_file() and not (project / "setup.cfg").is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="vllm-plugin-metadata-") as scratch:
+        (dist_info,) = install_privately(project, Path(scratch)).glob("*.dist-info")
+        name = email.parser.HeaderParser().parsestr((dist_info / "METADATA").read_text(encoding="utf-8"))["Name"]
+        entry_points = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+        entry_points.read(dist_info / "entry_points.txt", encoding="utf-8")
+    return ProjectMetadata(name, frozenset(entry_points.sections()), manifest)
+
+
 def project_distribution(project: Path) -> str:
-    return read_project(project).name
+    metadata = project_metadata(project)
+    if metadata is None:
+        raise RuntimeError(f"{project} has no pyproject.toml, setup.py or setup.cfg")
+    return metadata.name
 
 
 def is_vllm_plugin_project(project: Path) -> bool:
     """A project with a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
     try:
-        return read_project(project).is_vllm_plugin
-    except ScaffoldError:
+        metadata = project_metadata(project)
+    except (RuntimeError, ValueError):  # does not parse or build, or does not make one dist-info
         return False
+    return metadata is not None and metadata.is_vllm_plugin
 
 
 def installed_in_environment(dist_name: str) -> bool:
