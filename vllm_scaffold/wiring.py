@@ -33,7 +33,7 @@ class Wiring:
 def plan(project: Project) -> Wiring:
     """The wiring for one more component of `project`."""
     ours = f"{project.package}.{PLUGIN_MODULE}:register"
-    declared = project.entry_points().get(PLUGIN_GROUP, {})
+    declared = {ep.name: ep.value for ep in project.model.entry_points_in(PLUGIN_GROUP)}
     through = next((name for name, target in declared.items() if target == ours), None)
     if through is not None:
         return Wiring(through=through, notes=[f"registration: through the general plugin '{through}' ({ours})"])
