@@ -131,8 +131,8 @@ def workflow_steps(clone: Path) -> list[dict]:
     return [step for step in steps if "run" in step]
 
 
-def run_workflow(clone: Path, venv: Path, cache: Path) -> list[StepResult]:
-    """Runs every `run:` step of the clone's workflow in the venv, stopping at the first failure."""
+def runner_env(venv: Path, cache: Path) -> dict[str, str]:
+    """The environment of every step: the venv first on PATH, this environment's bin/ off it, no index."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
     test_bin = str(Path(sys.prefix) / "bin")
     path = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != test_bin]
@@ -145,6 +145,12 @@ def run_workflow(clone: Path, venv: Path, cache: Path) -> list[StepResult]:
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         VLLM_SCAFFOLD_CACHE=str(cache),
     )
+    return env
+
+
+def run_workflow(clone: Path, venv: Path, cache: Path) -> list[StepResult]:
+    """Runs every `run:` step of the clone's workflow in the venv, stopping at the first failure."""
+    env = runner_env(venv, cache)
     results: list[StepResult] = []
     for step in workflow_steps(clone):
         name = step.get("name", step["run"].splitlines()[0])

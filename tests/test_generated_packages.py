@@ -79,7 +79,8 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
     assert not failed, f"{key}: step '{failed[0].name}' failed:\n{failed[0].output[-12000:]}"
     # The harness and the tool that ran are the wheels' installs in the venv, not this checkout's.
     probe = "import vllm_scaffold as t, vllm_scaffold_testing as h; print(t.__file__, h.__file__)"
-    installed = subprocess.check_output([venv / "bin/python", "-c", probe], cwd=clone, text=True).split()
+    env = fresh_clone.runner_env(venv, cache)
+    installed = subprocess.check_output([venv / "bin/python", "-c", probe], cwd=clone, env=env, text=True).split()
     assert all(Path(path).is_relative_to(venv) for path in installed), installed
     # pytest's closing line ("==== 9 passed in 98.1s ===="); engine processes may log after it.
     summaries = re.findall(r"^=+ (.* in [\d.]+s.*) =+$", results[-1].output, flags=re.MULTILINE)
