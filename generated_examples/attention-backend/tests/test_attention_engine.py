@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
 
 from my_attn.attention.backend import CALLS, KERNELS_ENV, MyAttnMetadataBuilder
 from my_attn.attention.kernels import interpreting as is_interpreting

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
 
 from my_decoder.modeling.checkpoint import as_llama_checkpoint, random_weights, write_checkpoint
 from my_decoder.modeling.registration import ARCHITECTURE, MODEL_CLASS

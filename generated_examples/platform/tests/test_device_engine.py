@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, in_process_llm
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, in_process_llm
 
 from my_device.device.detect import ENABLE_ENV, PLATFORM_CLASS
 from my_device.device.platform import WORKER_CLASS
