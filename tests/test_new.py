@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import snapshot
+from vllm_scaffold import HARNESS_REQUIREMENT
 
 
 def test_new_general_plugin_writes_a_complete_package(cli, tmp_path: Path) -> None:
@@ -19,7 +20,7 @@ def test_new_general_plugin_writes_a_complete_package(cli, tmp_path: Path) -> No
         "my_plugin": "my_plugin.vllm_plugin:register"
     }
     assert pyproject["project"]["dependencies"] == []
-    assert pyproject["project"]["optional-dependencies"]["test"][0].startswith("vllm-scaffold[testing]")
+    assert pyproject["project"]["optional-dependencies"]["test"][0] == HARNESS_REQUIREMENT
     manifest = pyproject["tool"]["vllm-scaffold"]
     assert manifest["package"] == "my_plugin" and manifest["vllm"]
     (component,) = manifest["components"]

@@ -26,6 +26,7 @@ class Changeset:
     created: dict[str, str] = field(default_factory=dict)  # relative posix path -> content
     edited: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
     keys: list[str] = field(default_factory=list)  # human-readable TOML keys that change
+    notes: list[str] = field(default_factory=list)  # what the user should know or do about the change
 
     def create(self, relpath: str, content: str) -> None:
         if relpath in self.created or (self.root / relpath).exists():
@@ -69,6 +70,7 @@ class Changeset:
         lines = [f"create {path}" for path in sorted(self.created)]
         lines += [f"edit   {path}" for path in sorted(self.edited)]
         lines += [f"key    {key}" for key in self.keys]
+        lines += [f"note   {note}" for note in self.notes]
         for path, (before, after) in sorted(self.edited.items()):
             lines += difflib.unified_diff(
                 before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""

@@ -16,7 +16,7 @@ from typing import Any
 import tomlkit
 import yaml
 
-from vllm_scaffold import __version__, names, pyproject_edit, vllm_facts
+from vllm_scaffold import HARNESS_REQUIREMENT, __version__, names, pyproject_edit, vllm_facts, wiring
 from vllm_scaffold.answers import check_answers
 from vllm_scaffold.catalog import Seam
 from vllm_scaffold.changeset import Changeset
@@ -25,9 +25,12 @@ from vllm_scaffold.project import PLUGIN_MODULE, Project
 from vllm_scaffold.rendering import questions, render
 
 ANSWERS_DIR = ".vllm-scaffold"
-PLUGIN_GROUP = "vllm.general_plugins"
 REGISTRATIONS = "COMPONENT_REGISTRATIONS"
 README_END = "<!-- /vllm-scaffold:components -->"
+HARNESS_INSTALL = (
+    "test dependency: vllm-scaffold-testing is not on PyPI yet; build its wheel with 'pip wheel --no-deps "
+    "--wheel-dir wheels path/to/vllm-scaffold/harness', then pip install -e '.[test]' --find-links wheels"
+)
 
 
 def split_data(data: dict[str, str], *templates: str) -> list[dict[str, str]]:
@@ -137,14 +140,22 @@ def add_component(
     changes.keys += pyproject_edit.ensure_manifest(doc, project.package, vllm_facts.declared_range())
 
     context = base_context(project, seam.key, name, module)
+    route = wiring.plan(project)
     if not project.has_plugin_module():
-        render_into(changes, "plugin-module", context, {}, interactive=False)
-        changes.keys.append(
-            pyproject_edit.add_entry_point(
-                doc, PLUGIN_GROUP, project.package, f"{project.package}.{PLUGIN_MODULE}:register"
-            )
-        )
+        caller = route.new_entry_point[0] if route.new_entry_point else route.through
+        render_into(changes, "plugin-module", {**context, "general_plugin": caller}, {}, interactive=False)
+    if route.new_entry_point:
+        changes.keys.append(pyproject_edit.add_entry_point(doc, wiring.PLUGIN_GROUP, *route.new_entry_point))
+    if route.edit:
+        changes.edit(*route.edit)
+    changes.notes += route.notes
+    keys, notes = pyproject_edit.add_test_requirement(doc, HARNESS_REQUIREMENT)
+    changes.keys += keys
+    changes.notes += notes
+    if keys:
+        changes.notes.append(HARNESS_INSTALL)
     answers = render_into(changes, seam.template, {**context, **seam_facts(seam)}, data, interactive=interactive)
+    _check_single_slots(project, seam, name, answers)
     answers_file(changes, f"{seam.key}-{name}", seam.template, {**context, **answers})
 
     fields = {**context, **answers}
@@ -166,6 +177,24 @@ def add_component(
         _add_registration(changes, f"{project.package_dir}/{PLUGIN_MODULE}.py", seam.registration.format_map(fields))
     if (project.root / "README.md").is_file() or "README.md" in changes.created:
         _add_readme_row(changes, seam, name, module, fields)
+
+
+def _check_single_slots(project: Project, seam: Seam, name: str, answers: dict[str, Any]) -> None:
+    """Refuses a second component of `seam` giving an answer that fills one of vLLM's single slots."""
+    for question, value in seam.single_slot.items():
+        if str(answers.get(question)) != value:
+            continue
+        for component in project.components():
+            other = component.get("name")
+            record = project.root / ANSWERS_DIR / f"{seam.key}-{other}.yml"
+            if component.get("seam") != seam.key or not record.is_file():
+                continue
+            if str(yaml.safe_load(record.read_text(encoding="utf-8"))["answers"].get(question)) == value:
+                raise ScaffoldError(
+                    f"{seam.title.lower()} '{other}' already takes vLLM's single {value} slot in this project, "
+                    f"and '{name}' would silently replace it",
+                    f"register '{name}' under a name of its own: --data {question}={name.upper()}",
+                )
 
 
 def _add_registration(changes: Changeset, relpath: str, target: str) -> None:

@@ -16,19 +16,18 @@ from vllm_scaffold.scaffold import package_destination
 from vllm_scaffold.seam_picker import pick_seam
 
 
-def new_arguments(seam: str | None, name: str | None, dest: Path | None) -> tuple[str, str]:
-    """SEAM and NAME for `new`: those given, and the others asked."""
+def new_arguments(seam: str | None, dest: Path | None) -> tuple[str, str]:
+    """SEAM (asked unless given) and NAME (asked) for `new`."""
     chosen = templated_seam(seam) if seam else _pick("Which seam should the new package plug into?", {})
-    if name is None:
-        example = chosen.example or "my_plugin"
-        name = prompts.ask_text(
-            f"Package name (its import name, e.g. {example}):", lambda answer: package_destination(answer, dest)
-        )
+    example = chosen.example or "my_plugin"
+    name = prompts.ask_text(
+        f"Package name (its import name, e.g. {example}):", lambda answer: package_destination(answer, dest)
+    )
     return chosen.key, name
 
 
-def add_arguments(seam: str | None, name: str | None, root: Path | None) -> tuple[str, str]:
-    """SEAM and NAME for `add`, with the components the project already has in view."""
+def add_arguments(seam: str | None, root: Path | None) -> tuple[str, str]:
+    """SEAM (asked unless given) and NAME (asked) for `add`, with the project's components in view."""
     project = Project.load((root or Path()).absolute())
     components = project.components()
     has = _components_line(project, components)
@@ -44,11 +43,10 @@ def add_arguments(seam: str | None, name: str | None, root: Path | None) -> tupl
             {key: f"this project has: {', '.join(names)}" for key, names in in_use.items()},
             intro=has + (" (* marks their seams)" if components else ""),
         )
-    if name is None:
-        name = prompts.ask_text(
-            "Component name (also its subpackage, e.g. target_token):",
-            lambda answer: check_component_name(project, answer, answer),
-        )
+    name = prompts.ask_text(
+        "Component name (also its subpackage, e.g. target_token):",
+        lambda answer: check_component_name(project, answer, answer),
+    )
     return chosen.key, name
 
 

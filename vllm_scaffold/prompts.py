@@ -48,8 +48,10 @@ def asking() -> Iterator[None]:
         raise Interrupted() from None
 
 
-def ask_text(message: str, check: Callable[[str], object], *, default: str = "") -> str:
-    """Asks until `check` accepts the answer; each ScaffoldError it raises is shown, then the question again."""
+def ask_text(message: str, check: Callable[[str], object]) -> str:
+    """Asks until `check` accepts the answer; each ScaffoldError it raises is shown, then the question again,
+    holding the refused answer for the user to edit."""
+    default = ""
     while True:
         with asking():
             answer = questionary.text(message, default=default).unsafe_ask().strip()

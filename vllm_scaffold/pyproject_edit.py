@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import tomlkit
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
@@ -71,3 +73,29 @@ def _multiline(values: list[object]):
     array = tomlkit.array()
     array.extend(values)
     return array.multiline(True)
+
+
+def add_test_requirement(doc: TOMLDocument, requirement: str) -> tuple[list[str], list[str]]:
+    """Adds `requirement` to the `test` extra unless it is there; returns (changed keys, notes for the user).
+
+    Where pyproject.toml does not own the extras (declared dynamic: a build hook or setup.py makes them) or
+    `test` is not a list, nothing is edited and the note says what to add.
+    """
+    project = doc["project"]
+    extras = project.get("optional-dependencies", {})  # type: ignore[union-attr]
+    test = extras.get("test", []) if isinstance(extras, dict) else None
+    if "optional-dependencies" in project.get("dynamic", []) or not isinstance(test, list):  # type: ignore[union-attr]
+        return [], [f"test dependency: add {requirement} to the extra your tests install (not editable here)"]
+    if any(_requirement_name(str(item)) == _requirement_name(requirement) for item in test):
+        return [], []
+    if "test" in extras:
+        test.append(requirement)
+    else:
+        _sub_table(project, "optional-dependencies", super_table=False).append("test", [requirement])  # type: ignore[arg-type]
+    return [f'project.optional-dependencies.test += "{requirement}"'], []
+
+
+def _requirement_name(requirement: str) -> str:
+    """The normalized distribution name of a PEP 508 requirement string."""
+    name = re.split(r"[\s<>=!~;\[@(]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_scaffold import names
+from vllm_scaffold import HARNESS_REQUIREMENT, names
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.component import add_component, answers_file, split_data
@@ -54,6 +54,7 @@ def new_package(
             "package_dir": f"src/{name}",
             "dist_name": names.dist_name(name),
             "env_prefix": names.env_prefix(name),
+            "harness_requirement": HARNESS_REQUIREMENT,
         }
         # The skeleton renders straight into the stage: it is the whole directory, nothing to merge with.
         answers = render(PACKAGE_TEMPLATE, stage, context, package_data, interactive=interactive)

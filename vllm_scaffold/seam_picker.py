@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import FormattedTextControl, HSplit, Layout, Window
+from prompt_toolkit.layout import FormattedTextControl, HSplit, Layout, Window, WindowRenderInfo
 from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.margins import ScrollbarMargin
 from prompt_toolkit.styles import Style
 
 from vllm_scaffold.catalog import Seam
@@ -55,11 +56,7 @@ class SeamPicker:
         named = [seam for seam in self.seams if query in f"{seam.key} {seam.title}".lower()]
         if named:
             return named
-        return [
-            seam
-            for seam in self.seams
-            if query in f"{seam.summary} {seam.category} {seam.process_family} {seam.api}".lower()
-        ]
+        return [seam for seam in self.seams if query in f"{seam.summary} {seam.process_family} {seam.api}".lower()]
 
     def choosable(self) -> list[Seam]:
         return [seam for seam in self.shown() if seam.has_template]
@@ -131,6 +128,15 @@ def _wrap(text: str, width: int, indent: str = "") -> str:
     )
 
 
+class ScrollbarWhenCut(ScrollbarMargin):
+    """A scroll bar drawn only while the list is taller than its window, so a full list shows none."""
+
+    def create_margin(self, window_render_info: WindowRenderInfo, width: int, height: int) -> StyleAndTextTuples:
+        if window_render_info.content_height <= window_render_info.window_height:
+            return []
+        return super().create_margin(window_render_info, width, height)
+
+
 def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | None = None, intro: str = "") -> Seam:
     """Shows `seams` and returns the one chosen; KeyboardInterrupt on Ctrl-C or Ctrl-D.
 
@@ -189,15 +195,17 @@ def pick_seam(message: str, seams: Sequence[Seam], notes: Mapping[str, str] | No
     def _(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
+    rows = Window(
+        FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
+        wrap_lines=True,
+        height=Dimension(min=1),
+        dont_extend_height=True,
+        right_margins=[ScrollbarWhenCut(display_arrows=True)],
+    )
     body = HSplit(
         [
             Window(FormattedTextControl(lambda: picker.header(width())), wrap_lines=True, dont_extend_height=True),
-            Window(
-                FormattedTextControl(picker.rows, focusable=True, show_cursor=False),
-                wrap_lines=True,
-                height=Dimension(min=1),
-                dont_extend_height=True,
-            ),
+            rows,
             Window(height=1, char="-", style="class:hint"),
             Window(
                 FormattedTextControl(details),

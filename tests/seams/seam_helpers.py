@@ -41,7 +41,10 @@ def assert_lint_clean(package: Path, *paths: str) -> None:
 
 
 def run_package_tests(package: Path, cache: Path, *pytest_args: str) -> None:
-    """`python -m pytest -x PYTEST_ARGS` in `package`, as its author would run it; fails with the output tail."""
+    """`python -m pytest -x PYTEST_ARGS` in `package` (the default tier, as its author would run it).
+
+    Fails with the output tail. The slow tier of every seam runs with the golden packages' own suites.
+    """
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(cache))}
     env.pop("PYTHONPATH", None)
     completed = subprocess.run(

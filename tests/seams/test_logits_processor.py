@@ -52,6 +52,5 @@ def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) 
     add_list_variant(host)
     run_package_tests(
         host, tmp_path / "cache", "tests/test_vllm_plugin.py",
-         "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py",
-         "-k", "not multiprocessing and not http"
+         "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py"
     )  # fmt: skip

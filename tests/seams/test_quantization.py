@@ -47,5 +47,4 @@ def test_add_with_answers_next_to_a_general_plugin(host: Path) -> None:
 def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
     assert scaffold("add", "quantization", "wo", cwd=host).returncode == 0
     run_package_tests(host, tmp_path / "cache", "tests/test_vllm_plugin.py", "tests/test_wo_kernel.py",
-                      "tests/test_wo_config.py", "tests/test_wo_quantize.py", "tests/test_wo_engine.py",
-                      "-k", "not tensor_parallel")  # fmt: skip
+                      "tests/test_wo_config.py", "tests/test_wo_quantize.py", "tests/test_wo_engine.py")  # fmt: skip

@@ -54,6 +54,8 @@ class Seam:
     enable: tuple[str, ...] = ()
     # Seams that replace in-tree classes (custom-op): the classes offered, by class name, with where they live.
     ops: dict[str, dict[str, str]] = field(default_factory=dict)
+    # question -> answer that at most one component of this seam per project may give (a single vLLM slot)
+    single_slot: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_template(self) -> bool:

@@ -71,4 +71,4 @@ def seam_and_name(
     from vllm_scaffold import guided
 
     ask = {"new": guided.new_arguments, "add": guided.add_arguments}[command]
-    return ask(seam, name, place)
+    return ask(seam, place)  # NAME is the second argument: when it is missing, only SEAM may be given

@@ -204,7 +204,7 @@ def _calls_method(ctx: Context, name: str) -> bool:
             or (isinstance(node.func, ast.Name) and node.func.id == name)
         )
         for module in ctx.package.parsed()
-        for node in ast.walk(module.tree)
+        for node in module.nodes
     )
 
 
@@ -257,7 +257,7 @@ def custom_ops(ctx: Context) -> list[Finding]:
         elif in_tree[name]:
             replaced[in_tree[name]] = name
     for module in ctx.package.parsed():
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 match = re.fullmatch(r"([+-])(\w+)", node.value)
                 if match and match[2] in replaced:
@@ -303,7 +303,7 @@ def _popped_registry_names(ctx: Context) -> set[str]:
     makes registering the same name again legitimate."""
     names: set[str] = set()
     for module in ctx.package.parsed():
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -371,7 +371,7 @@ def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:
 def _turns_async_scheduling_off(ctx: Context) -> bool:
     """Whether the package sets `...async_scheduling = False` (a platform's check_and_update_config does)."""
     for module in ctx.package.parsed():
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if (
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Constant)
@@ -584,7 +584,7 @@ def io_processor_names(ctx: Context) -> list[Finding]:
                 if used not in names:
                     findings.append(_io_mismatch("pyproject.toml [tool.vllm-scaffold] enable", used, names))
     for module in ctx.package.parsed():
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if isinstance(node, ast.keyword) and node.arg == "io_processor_plugin":
                 if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                     if node.value.value not in names:
@@ -612,7 +612,7 @@ def vllm_imports(ctx: Context) -> list[Finding]:
     findings = []
     for module in ctx.package.parsed():
         guarded = guards(module)
-        for node in ast.walk(module.tree):
+        for node in module.nodes:
             if isinstance(node, ast.Import):
                 targets = [(alias.name, None) for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:

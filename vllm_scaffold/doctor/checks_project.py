@@ -9,14 +9,14 @@ from vllm_scaffold.doctor.findings import Finding, error, warning
 
 def nothing_read(ctx: Context) -> list[Finding]:
     project = ctx.package.project
-    declared_in = ", ".join(project.read_from) or "nothing"
+    read_from = ", ".join(project.read_from) or "no metadata file"
     findings = []
     if not ctx.package.modules:
         looked = ", ".join(sorted(p.relative_to(project.root).as_posix() for p in project.packages.values()))
         findings.append(
             error(
                 "no-modules-read",
-                project.root.name,
+                project.name,
                 f"doctor found no Python module of {project.name} (import packages: {looked or 'none found'}), "
                 "so no check below read its code",
                 "declare where the package lives in the build configuration ([tool.setuptools.packages.find] "
@@ -40,8 +40,8 @@ def nothing_read(ctx: Context) -> list[Finding]:
         findings.append(
             warning(
                 "no-vllm-entry-points",
-                project.root.name,
-                f"{project.name} declares no entry point in a vllm.* group (read: {declared_in}): vLLM never "
+                project.name,
+                f"{project.name} declares no entry point in a vllm.* group (read: {read_from}): vLLM never "
                 "loads it by itself, only code that imports it does (e.g. kv_connector_module_path)",
                 'declare [project.entry-points."vllm.general_plugins"] (or the group of its kind) if vLLM '
                 "should load it; nothing to do for a library vLLM reaches by module path",

@@ -4,6 +4,9 @@ as ASTs once."""
 from __future__ import annotations
 
 import ast
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +25,24 @@ class Module:
     tree: ast.Module | None
     syntax_error: str | None = None
     lines: int = 0
+    # Facts the checks derive from the tree (import aliases, call sites, ...), computed once per module
+    # by vllm_scaffold.doctor.source: a large plugin is walked once, not once per check.
+    memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the tree (ast.walk order), listed once."""
+        if "nodes" not in self.memo:
+            self.memo["nodes"] = _walk(self.tree) if self.tree is not None else []
+        return self.memo["nodes"]  # type: ignore[return-value]
+
+    def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]:
+        """The nodes of exactly these classes (no subclasses), in walk order; each selection listed once."""
+        key = "of_type:" + ",".join(kind.__name__ for kind in kinds)
+        if key not in self.memo:
+            wanted = frozenset(kinds)
+            self.memo[key] = [node for node in self.nodes if node.__class__ in wanted]
+        return self.memo[key]  # type: ignore[return-value]
 
     def where(self, node: ast.AST | None = None) -> str:
         line = getattr(node, "lineno", None)
@@ -48,8 +69,10 @@ class PluginPackage:
     @classmethod
     def of(cls, project: PluginProject, install_from: Path | None = None) -> PluginPackage:
         package = cls(project, install_from=install_from)
-        for found in project.modules():
-            package.modules.setdefault(found.name, _parse(found.name, found.path, project.root, found.is_package))
+        with collector_paused():
+            for found in project.modules():
+                module = _parse(found.name, found.path, project.root, found.is_package)
+                package.modules.setdefault(found.name, module)
         return package
 
     @property
@@ -94,6 +117,62 @@ class PluginPackage:
 
     def owns(self, dotted: str) -> bool:
         return dotted.split(".")[0] in self.project.packages
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while syntax trees are built and walked: they hold no cycles,
+    and the collector rescanning their millions of new objects costs three times the parsing itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# Fields that never hold nodes (names, flags, the Load/Store/Del markers no check walks for).
+_LEAF_FIELDS = frozenset(
+    {
+        "ctx",
+        "id",
+        "attr",
+        "arg",
+        "name",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "asname",
+        "is_async",
+        "conversion",
+        "simple",
+    }
+)
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """ast.walk's nodes in ast.walk's order (breadth first), without the context markers, at a third of its
+    cost: a plugin of 100,000 lines has about 700,000 nodes."""
+    nodes = [tree]
+    index = 0
+    while index < len(nodes):
+        node = nodes[index]
+        index += 1
+        kind = node.__class__
+        fields = _NODE_FIELDS.get(kind)
+        if fields is None:
+            leaf = kind is ast.Constant
+            fields = _NODE_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS and not leaf)
+        for name in fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                nodes.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                nodes.append(value)
+    return nodes
 
 
 def _parse(name: str, path: Path, root: Path, is_package: bool) -> Module:

@@ -1,7 +1,7 @@
 """The live probe, parent side: install the package privately, run probe_script.py in fresh interpreters.
 
 The package is installed with `pip install --no-deps --target` into a temporary directory put first on
-PYTHONPATH of the probe processes only (vllm_scaffold.testing.engine.install_privately): nothing is installed
+PYTHONPATH of the probe processes only (vllm_scaffold_testing.engine.install_privately): nothing is installed
 into the environment, and this process's sys.path and environment are left alone. Results are cached by the
 package's content, the installed vLLM and the other installed plugins, so a second run is instant.
 """
@@ -48,7 +48,7 @@ def _fingerprint(ctx: Context) -> str:
 
 
 def _probe_environment(ctx: Context, site: Path) -> dict[str, str]:
-    from vllm_scaffold.testing.engine import ENGINE_ENV
+    from vllm_scaffold_testing.engine import ENGINE_ENV
 
     env = {**ctx.environ, **ENGINE_ENV}
     env.pop("VLLM_PLUGINS", None)  # the probe loads this package's plugins explicitly, whatever the allow-list
@@ -87,7 +87,7 @@ def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
     cached = cache_dir() / f"{_fingerprint(ctx)}.json"
     if use_cache and cached.is_file():
         return [Finding.from_json(item) for item in json.loads(cached.read_text(encoding="utf-8"))]
-    from vllm_scaffold.testing.engine import install_privately
+    from vllm_scaffold_testing.engine import install_privately
 
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
         work = Path(scratch)

@@ -22,7 +22,7 @@ from vllm_scaffold.doctor import (
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, Report
 from vllm_scaffold.doctor.installed import InstalledVllm, installed_vllm
-from vllm_scaffold.doctor.package import PluginPackage
+from vllm_scaffold.doctor.package import PluginPackage, collector_paused
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project.distribution import (
     is_archive,
@@ -77,8 +77,12 @@ def diagnose(
     VLLM_PLUGINS."""
     environ = dict(os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        started = time.perf_counter()
         package = open_package(target, Path(scratch), search_path(environ))
-        return diagnose_package(package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache)
+        read = time.perf_counter() - started  # finding and parsing every module
+        report = diagnose_package(package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache)
+    report.timings = {"read": read, **report.timings}
+    return report
 
 
 def search_path(environ: Mapping[str, str]) -> list[str]:
@@ -120,8 +124,9 @@ def diagnose_package(
     report.add(_syntax_errors(package))
     if not ctx.vllm.present:
         report.add([_vllm_not_installed()])
-    for check in STATIC_CHECKS:
-        report.add(check(ctx))
+    with collector_paused():
+        for check in STATIC_CHECKS:
+            report.add(check(ctx))
     report.timings["static"] = time.perf_counter() - started
 
     if live is None:
@@ -222,7 +227,7 @@ def _what_was_read(package: PluginPackage) -> dict[str, object]:
         "modules": len(package.modules),
         "lines": sum(module.lines for module in package.modules.values()),
         "vllm_entry_points": len(project.vllm_entry_points),
-        "declared_in": list(project.read_from),
+        "read_from": list(project.read_from),
         "packages": {name: _relative(path, project.root) for name, path in project.packages.items()},
     }
 

@@ -57,7 +57,9 @@ class Call:
 
 def string_constants(module: Module) -> dict[str, str]:
     """NAME -> value for every top-level `NAME = "literal"` (and annotated form) in the module."""
-    constants: dict[str, str] = {}
+    if "constants" in module.memo:
+        return module.memo["constants"]  # type: ignore[return-value]
+    constants: dict[str, str] = module.memo.setdefault("constants", {})  # type: ignore[assignment]
     for stmt in module.tree.body if module.tree else ():
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
         value = getattr(stmt, "value", None)
@@ -77,8 +79,10 @@ def resolve_relative(module: Module, node: ast.ImportFrom) -> str:
 
 def aliases(module: Module) -> dict[str, str]:
     """Local name -> qualified name, for every import in the module (at any depth)."""
-    table: dict[str, str] = {}
-    for node in ast.walk(module.tree) if module.tree else ():
+    if "aliases" in module.memo:
+        return module.memo["aliases"]  # type: ignore[return-value]
+    table: dict[str, str] = module.memo.setdefault("aliases", {})  # type: ignore[assignment]
+    for node in module.of_type(ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.split(".")[0]
@@ -121,33 +125,56 @@ def import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
             yield from import_time_nodes(children)
 
 
-def _call_from(module: Module, node: ast.AST, table: dict[str, str], apis: frozenset[str]) -> Call | None:
+@dataclass(frozen=True)
+class _Site:
+    """A call, or a bare attribute decorator, with the name it calls and whether importing the module runs it."""
+
+    node: ast.AST
+    name: str
+    at_import: bool
+
+
+def _sites(module: Module) -> list[_Site]:
+    """Every call site of the module, once: what `calls` filters for each question."""
+    if "sites" in module.memo:
+        return module.memo["sites"]  # type: ignore[return-value]
+    tree = module.tree
+    at_import = {id(n) for n in import_time_nodes(tree.body)} if tree is not None else set()
+    decorators = [
+        d
+        for n in module.of_type(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        for d in n.decorator_list  # type: ignore[attr-defined]
+        if isinstance(d, ast.Attribute)
+    ]
+    sites = []
+    for node in [*module.of_type(ast.Call), *decorators]:
+        func = node.func if isinstance(node, ast.Call) else node
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if name is not None:
+            sites.append(_Site(node, name, id(node) in at_import))
+    sites.sort(key=lambda site: getattr(site.node, "lineno", 0))
+    module.memo["sites"] = sites
+    return sites
+
+
+def _call_from(module: Module, node: ast.AST, table: dict[str, str]) -> Call:
     func, args, keywords = (node.func, node.args, node.keywords) if isinstance(node, ast.Call) else (node, [], [])
-    if isinstance(func, ast.Name) and func.id in apis:
-        return Call(module, node, func.id, None, tuple(args), {k.arg: k.value for k in keywords if k.arg})
-    if isinstance(func, ast.Attribute) and func.attr in apis:
-        receiver = qualified(func.value, table)
-        return Call(module, node, func.attr, receiver, tuple(args), {k.arg: k.value for k in keywords if k.arg})
-    return None
+    kwargs = {k.arg: k.value for k in keywords if k.arg}
+    if isinstance(func, ast.Attribute):
+        return Call(module, node, func.attr, qualified(func.value, table), tuple(args), kwargs)
+    return Call(module, node, func.id, None, tuple(args), kwargs)  # type: ignore[union-attr]
 
 
 def calls(module: Module, apis: frozenset[str] = REGISTRATION_APIS, *, at_import: bool = False) -> list[Call]:
     """Calls (and bare decorators) of `apis` in `module`; with `at_import`, only those run by importing it."""
     if module.tree is None:
         return []
-    table = aliases(module)
-    nodes: list[ast.AST] = list(import_time_nodes(module.tree.body)) if at_import else list(ast.walk(module.tree))
-    decorators = [
-        d
-        for n in ast.walk(module.tree)
-        if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        for d in n.decorator_list
-        if isinstance(d, ast.Attribute)
-    ]
-    candidates = [n for n in nodes if isinstance(n, ast.Call)]
-    candidates += [d for d in decorators if not at_import or d in nodes]
-    found = [c for c in (_call_from(module, n, table, apis) for n in candidates) if c is not None]
-    return sorted(found, key=lambda c: getattr(c.node, "lineno", 0))
+    key = f"calls:{sorted(apis)}:{at_import}"
+    if key not in module.memo:
+        table = aliases(module)
+        found = [s.node for s in _sites(module) if s.name in apis and (s.at_import or not at_import)]
+        module.memo[key] = [_call_from(module, node, table) for node in found]
+    return module.memo[key]  # type: ignore[return-value]
 
 
 def all_calls(package: PluginPackage, apis: frozenset[str] = REGISTRATION_APIS) -> list[Call]:
@@ -163,7 +190,39 @@ def top_level_names(module: Module) -> set[str]:
             names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
         else:
             names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    if "__getattr__" in names:  # PEP 562: the module provides the names it exports on first access
+        names.update(_exported(module))
     return names
+
+
+def _exported(module: Module) -> list[str]:
+    """The string literals of a top-level `__all__ = [...]`."""
+    for stmt in module.tree.body if module.tree else ():
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets):
+            if isinstance(stmt.value, (ast.List, ast.Tuple)):
+                return [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def _references(module: Module) -> list[str]:
+    """Dotted names the module can import: its imports at any depth (with each imported name), and
+    "pkg.mod:attr" / "pkg.mod" strings (import_module tables)."""
+    if "references" in module.memo:
+        return module.memo["references"]  # type: ignore[return-value]
+    found: list[str] = []
+    for node in module.of_type(ast.Import, ast.ImportFrom, ast.Constant):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve_relative(module, node)
+            found.append(source)
+            found += [f"{source}.{alias.name}" for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            candidate = node.value.partition(":")[0]
+            if candidate.replace(".", "").isidentifier():
+                found.append(candidate)
+    module.memo["references"] = found
+    return found
 
 
 def reached_modules(package: PluginPackage, start: list[str]) -> set[str]:
@@ -179,27 +238,21 @@ def reached_modules(package: PluginPackage, start: list[str]) -> set[str]:
         reached.add(module.name)
         parts = module.name.split(".")
         pending += [".".join(parts[:i]) for i in range(1, len(parts))]
-        for node in ast.walk(module.tree) if module.tree else ():
-            if isinstance(node, ast.Import):
-                pending += [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                source = resolve_relative(module, node)
-                pending.append(source)
-                pending += [f"{source}.{alias.name}" for alias in node.names if alias.name != "*"]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and package.owns(node.value):
-                candidate = node.value.partition(":")[0]
-                if candidate.replace(".", "").isidentifier():
-                    pending.append(candidate)
+        pending += [name for name in _references(module) if package.owns(name)]
     return {name for name in reached if name in package.modules}
 
 
 def classes(package: PluginPackage) -> Iterator[tuple[Module, ast.ClassDef, list[str]]]:
     """Every class in the package with the qualified names of its bases."""
     for module in package.parsed():
-        table = aliases(module)
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.ClassDef):
-                yield module, node, [q for q in (qualified(b, table) for b in node.bases) if q]
+        if "classes" not in module.memo:
+            table = aliases(module)
+            module.memo["classes"] = [
+                (node, [q for q in (qualified(b, table) for b in node.bases) if q])
+                for node in module.of_type(ast.ClassDef)
+            ]
+        for node, bases in module.memo["classes"]:  # type: ignore[attr-defined]
+            yield module, node, bases
 
 
 def function(module: Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -51,7 +51,7 @@ class _Comments:
         if file not in self.ends:
             spans = self.ends[file] = {}
             module = next((m for m in self.package.parsed() if m.rel == file), None)
-            for node in ast.walk(module.tree) if module else ():
+            for node in module.nodes if module else ():
                 if isinstance(node, ast.stmt):
                     end = node.end_lineno or node.lineno
                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

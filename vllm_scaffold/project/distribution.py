@@ -98,7 +98,7 @@ def project_of(dist: importlib.metadata.Distribution) -> PluginProject:
         installed = entry_points_from(dist.read_text("entry_points.txt") or "", "entry_points.txt")
         if installed:
             project.entry_points = installed
-            project.read_from = ["entry_points.txt", *project.read_from]
+            project.read_from = [*project.read_from, "entry_points.txt"]
         return project
     root = Path(str(dist.locate_file(""))).absolute()
     every = [str(f) for f in dist.files or ()]
@@ -157,7 +157,7 @@ def _from_metadata(root: Path, metadata_text: str, entry_points_text: str, tops:
         EntryPoint(ep.group, ep.name, ep.value, f"{info}entry_points.txt")
         for ep in entry_points_from(entry_points_text, "entry_points.txt")
     ]
-    project.read_from = [f"{info}METADATA"] + ([f"{info}entry_points.txt"] if project.entry_points else [])
+    project.read_from = [f"{info}METADATA"] + ([f"{info}entry_points.txt"] if entry_points_text else [])
     for requirement in metadata.get_all("Requires-Dist") or []:
         text, _semicolon, marker = requirement.partition(";")
         extra = marker.split("extra")[-1].strip(" =\"'") if "extra" in marker else None

@@ -89,7 +89,7 @@ class PluginProject:
     pyproject: dict = field(default_factory=dict)  # {} when there is none
     # top-level import name -> its package directory, or its module file for a single-module distribution
     packages: dict[str, Path] = field(default_factory=dict)
-    read_from: list[str] = field(default_factory=list)  # the files that declared something, in reading order
+    read_from: list[str] = field(default_factory=list)  # the metadata files read, in reading order
     unread: list[str] = field(default_factory=list)  # declarations the reader could not resolve, and why
     version: str | None = None
 

@@ -56,8 +56,9 @@ def read_project(root: Path) -> PluginProject:
     ]
     if not any(found for _source, found in sources):
         sources.append(_egg_info_entry_points(root))  # an sdist records what the build computed
+    project.read_from = list(present)
     for source, found in sources:
-        if found:
+        if found and source not in project.read_from:
             project.read_from.append(source)
         for ep in found:
             declared.setdefault((ep.group, ep.name), ep)
@@ -68,6 +69,7 @@ def read_project(root: Path) -> PluginProject:
         *setup_py.requirements,
         *_requirements_files(root),
     ]
+    project.read_from += sorted({r.declared_in.partition(":")[0] for r in project.requirements if ":" in r.declared_in})
     project.packages = _packages(root, pyproject, [setup_cfg, setup_py], name, project.entry_points)
     return project
 

@@ -7,8 +7,9 @@ package does that: in production the backend is selected by name on CUDA.
 
 Float32 on the tiny model, block size 32, prompts from 1 token to four pages long, scheduled together (mixed
 prefill and decode batches) and one at a time. The reference tokens come from vLLM's in-tree CPU backend in
-a fresh interpreter. The backend's CALLS counter proves its metadata builder and impl ran, so a silent fall-
-back to CPU_ATTN cannot pass.
+an in-process engine started before any override. The backend's CALLS counter proves its metadata builder
+and impl ran, so a silent fall-back to CPU_ATTN cannot pass. The tensor-parallel run (two worker processes)
+is marked slow: `pytest --slow` runs it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, run_python
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
 
 from my_attn.attention.backend import CALLS, KERNELS_ENV, MyAttnMetadataBuilder
 from my_attn.attention.kernels import interpreting as is_interpreting
@@ -64,7 +65,7 @@ def greedy_in_subprocess(model_dir: Path, overrides: dict[str, Any], env: dict[s
     """Greedy tokens of PROMPT_LENGTHS from a fresh interpreter, and the backend's CALLS in each worker."""
     kwargs = {"model": str(model_dir), **TINY_ENGINE_KWARGS, **ENGINE_OPTIONS, **overrides}
     code = SCRIPT.format(llm_kwargs=kwargs, prompts=prompt_ids(model_dir), max_tokens=MAX_TOKENS)
-    completed = run_python(code, env=engine_environment(env), timeout=600)
+    completed = run_python(code, env=engine_environment(env))
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
@@ -72,9 +73,11 @@ def greedy_in_subprocess(model_dir: Path, overrides: dict[str, Any], env: dict[s
 @pytest.fixture(scope="module")
 def cpu_attn_tokens(tiny_llama: Path, plugin_site: Path | None) -> list[list[int]]:
     """vLLM's own CPU backend on the same prompts: the tokens to match."""
-    result = greedy_in_subprocess(tiny_llama, {}, {})
-    assert result["calls"] == [{}], "the reference run must not touch MyAttnBackend"
-    return result["tokens"]
+    before = CALLS.copy()
+    with in_process_llm(**{"model": str(tiny_llama), **TINY_ENGINE_KWARGS, **ENGINE_OPTIONS}) as llm:
+        tokens = greedy(llm, prompt_ids(tiny_llama))
+    assert CALLS == before, "the reference run must not touch MyAttnBackend"
+    return tokens
 
 
 def greedy(llm: Any, prompts: list[list[int]]) -> list[list[int]]:
@@ -125,6 +128,7 @@ def test_greedy_tokens_match_cpu_attn(
     assert alone == expected
 
 
+@pytest.mark.slow
 def test_tensor_parallel_workers_give_the_same_tokens(
     cpu_attn_tokens: list[list[int]], tiny_llama: Path, cpu_attention_override
 ) -> None:

@@ -2,7 +2,8 @@
 
 One server per VLLM_PLUGINS setting, shared by the module's tests: with `my_endpoint` named the routes answer
 from the engine's configuration, bad input is a 400 and vLLM's own routes still work; with VLLM_PLUGINS
-unset the routes do not exist (404). A factory-level test checks the render-only case (no engine).
+unset the routes do not exist (404: a second server, marked slow, which `pytest --slow` runs). A
+factory-level test checks the render-only case (no engine).
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def test_core_routes_still_work_with_the_plugin(enabled) -> None:
 
 
 @pytest.mark.engine
+@pytest.mark.slow
 def test_without_vllm_plugins_the_routes_do_not_exist(disabled) -> None:
     assert disabled.get(f"{PREFIX}/info")[0] == 404
     assert disabled.post(f"{PREFIX}/budget", {"prompt_tokens": 1, "max_tokens": 1})[0] == 404

@@ -2,6 +2,7 @@
 
 Each test starts a fresh interpreter (plugins load once per process) running an offline `LLM` on the tiny
 model, with MY_PLUGIN_TRACE_FILE set, and counts the distinct processes that appended a line.
+Engines with separate processes (multiprocessing, tensor parallelism) are marked slow: `pytest --slow`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing import TP2_ENV
+from vllm_scaffold_testing import TP2_ENV
 
 from my_plugin.hooks.registration import TRACE_ENV
 
@@ -37,12 +38,19 @@ def traced_processes(trace: Path) -> list[str]:
     ("label", "env", "overrides", "expected"),
     [
         ("in-process engine", {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, {}, 1),
-        ("front end + engine core + worker", {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}, {}, 3),
-        (
+        pytest.param(
+            "front end + engine core + worker",
+            {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"},
+            {},
+            3,
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
             "front end + engine core + two tensor-parallel workers",
             TP2_ENV,
             {"tensor_parallel_size": 2, "distributed_executor_backend": "mp"},
             4,
+            marks=pytest.mark.slow,
         ),
     ],
 )

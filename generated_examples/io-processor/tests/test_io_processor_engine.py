@@ -3,7 +3,7 @@
 The tiny Llama becomes an embedding model with `runner="pooling", convert="embed"`. The processor's answer
 is compared with vLLM's own `embed` output cut to the requested width and renormalised: equal vectors in
 the processor's response format prove the request went through `parse_data`, `pre_process`, the engine
-and `post_process`.
+and `post_process`. The server test is marked slow (`pytest --slow` runs it).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def test_offline_by_argument_and_by_config_key(make_llm, tiny_llama: Path, tmp_p
     check(result.outputs.model_dump(), reference(plain, len(plain[0])))
 
 
+@pytest.mark.slow
 def test_pooling_endpoint(openai_server, tiny_llama: Path) -> None:
     server = openai_server(["--runner", "pooling", "--convert", "embed", "--io-processor-plugin", "my_io"])
     model = str(tiny_llama)

@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("vllm")
 
 import vllm.envs as envs  # noqa: E402
-from vllm_scaffold.testing.compressed import write_w8a8_checkpoint  # noqa: E402
-from vllm_scaffold.testing.offline import (  # noqa: E402
+from vllm_scaffold_testing.compressed import write_w8a8_checkpoint  # noqa: E402
+from vllm_scaffold_testing.offline import (  # noqa: E402
     EngineRun,
     describe_layers,
     engine_run,

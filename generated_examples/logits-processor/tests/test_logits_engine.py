@@ -13,6 +13,7 @@ What each test proves:
 - a bad value fails that request with VLLMValidationError and the engine keeps serving;
 - the same with multiprocessing on (processor in the engine-core process, validation in the front end);
 - over HTTP: "vllm_xargs" reaches the processor, a bad value is HTTP 400 with the processor's message.
+The last two start separate processes and are marked slow (`pytest --slow` runs them).
 """
 
 from __future__ import annotations
@@ -145,12 +146,14 @@ def multiprocess_script(llm_kwargs: dict[str, Any]) -> str:
     )
 
 
+@pytest.mark.slow
 def test_with_multiprocessing(run_python, llm_kwargs: dict[str, Any]) -> None:
     result = run_python(multiprocess_script(llm_kwargs), env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
     assert "REJECTED:" in result.stdout and PARAM in result.stdout
     assert "OK" in result.stdout.splitlines(), result.stdout[-4000:]
 
 
+@pytest.mark.slow
 def test_over_http_vllm_xargs_reaches_the_processor(module_server) -> None:
     server = module_server()
     body = {"prompt": "Hello world", "max_tokens": 5, "temperature": 0.0, "ignore_eos": True}

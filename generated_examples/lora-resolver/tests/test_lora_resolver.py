@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("vllm")
 
 from vllm.lora.resolver import LoRAResolverRegistry  # noqa: E402
-from vllm_scaffold.testing.lora import write_tiny_lora  # noqa: E402
+from vllm_scaffold_testing.lora import write_tiny_lora  # noqa: E402
 
 from my_lora.lora import resolver as module  # noqa: E402
 from my_lora.lora.resolver import MyLoraResolver  # noqa: E402

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing.lora import LORA_RANK, write_tiny_lora
+from vllm_scaffold_testing.lora import LORA_RANK, write_tiny_lora
 
 from my_lora.lora.resolver import DIR_ENV
 

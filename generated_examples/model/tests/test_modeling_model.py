@@ -2,8 +2,9 @@
 
 The checkpoint is random (written offline by `checkpoint.write_checkpoint` with the harness's tiny
 tokenizer); `as_llama_checkpoint` lays the same weights out as a transformers Llama checkpoint. In float32
-the two architectures compute the same function, so vLLM's own Llama on the second checkpoint is the
-reference for greedy tokens: in this process (in-process engine) and with tensor_parallel_size=2.
+the two architectures compute the same function, so vLLM's own Llama on the second checkpoint (an engine in
+this process) is the reference for greedy tokens: in this process, and with tensor_parallel_size=2 in fresh
+processes (marked slow: `pytest --slow` runs it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, run_python
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
 
 from my_decoder.modeling.checkpoint import as_llama_checkpoint, random_weights, write_checkpoint
 from my_decoder.modeling.registration import ARCHITECTURE, MODEL_CLASS
@@ -31,6 +32,13 @@ if __name__ == "__main__":
     outputs = llm.generate({prompts!r}, SamplingParams(max_tokens={max_tokens}, temperature=0.0))
     print("TOKENS=" + json.dumps([list(output.outputs[0].token_ids) for output in outputs]))
 """
+
+
+def greedy_tokens(llm) -> list[list[int]]:
+    from vllm import SamplingParams
+
+    outputs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
+    return [list(output.outputs[0].token_ids) for output in outputs]
 
 
 def generate_in_fresh_process(model: Path, env: dict[str, str] | None = None, **overrides: object) -> list:
@@ -52,7 +60,9 @@ def checkpoints(tiny_llama: Path, tmp_path_factory: pytest.TempPathFactory) -> t
 @pytest.fixture(scope="module")
 def llama_tokens(checkpoints: tuple[Path, Path]) -> list[list[int]]:
     """Greedy tokens of vLLM's own LlamaForCausalLM on the Llama-layout copy of the weights."""
-    return generate_in_fresh_process(checkpoints[1])
+    with in_process_llm(model=str(checkpoints[1]), **TINY_ENGINE_KWARGS) as llm:
+        assert llm.apply_model(lambda model: type(model).__name__) == ["LlamaForCausalLM"]
+        return greedy_tokens(llm)
 
 
 def test_registration_is_lazy_and_adds_a_new_architecture() -> None:
@@ -84,16 +94,14 @@ def test_every_checkpoint_tensor_maps_to_a_parameter() -> None:
 def test_loads_and_generates_like_vllm_llama(
     make_llm, checkpoints: tuple[Path, Path], llama_tokens: list[list[int]]
 ) -> None:
-    from vllm import SamplingParams
-
     llm = make_llm(model=str(checkpoints[0]))
     assert llm.apply_model(lambda model: type(model).__name__) == [ARCHITECTURE]
-    outputs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
-    tokens = [list(output.outputs[0].token_ids) for output in outputs]
+    tokens = greedy_tokens(llm)
     assert all(len(sequence) == MAX_TOKENS for sequence in tokens)
     assert tokens == llama_tokens
 
 
+@pytest.mark.slow
 def test_tensor_parallel_run_agrees(checkpoints: tuple[Path, Path], llama_tokens: list[list[int]]) -> None:
     tokens = generate_in_fresh_process(
         checkpoints[0], env=TP2_ENV, tensor_parallel_size=2, distributed_executor_backend="mp"

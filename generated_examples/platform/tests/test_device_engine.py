@@ -1,6 +1,8 @@
 """The my_device platform inside real vLLM processes: chosen only when enabled, in every engine process.
 
-Platform resolution happens once per interpreter, so every case runs in a fresh one. The engine runs with
+Platform resolution happens once per interpreter, so every enabled case runs in a fresh one; the reference
+is vLLM's CPU platform in the test process, which never enables the plugin. The first engine runs its
+engine core and worker in the script's process; the second (marked slow: `pytest --slow` runs it) turns
 multiprocessing on, so the front end and the engine core (which hosts the worker) are separate processes
 that each resolve the platform themselves.
 """
@@ -11,11 +13,15 @@ import json
 from pathlib import Path
 
 import pytest
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, in_process_llm
 
 from my_device.device.detect import ENABLE_ENV, PLATFORM_CLASS
 from my_device.device.platform import WORKER_CLASS
 
 pytestmark = pytest.mark.engine
+
+PROMPTS = ["Hello world", "The quick brown fox"]
+MAX_TOKENS = 8
 
 ENGINE = """
 import json
@@ -37,8 +43,7 @@ def describe(wrapper):
 if __name__ == "__main__":
     front_end = type(current_platform).__qualname__
     llm = LLM(**LLM_KWARGS)
-    prompts = ["Hello world", "The quick brown fox"]
-    outputs = llm.generate(prompts, SamplingParams(max_tokens=8, temperature=0.0))
+    outputs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
     (engine,) = llm.collective_rpc(describe)
     tokens = [list(output.outputs[0].token_ids) for output in outputs]
     print("RESULT=" + json.dumps({"front_end": front_end, "engine": engine, "tokens": tokens}))
@@ -61,24 +66,48 @@ def disabled_env(engine_env: dict[str, str]) -> dict[str, str]:
     return {key: value for key, value in engine_env.items() if key not in (ENABLE_ENV, "VLLM_TARGET_DEVICE")}
 
 
-def test_enabled_platform_runs_every_process_and_matches_the_cpu_platform(
-    run_python, disabled_env: dict[str, str], llm_kwargs: dict[str, object]
-) -> None:
-    script = ENGINE.replace("LLM_KWARGS", repr(llm_kwargs))
-    # Multiprocessing on; collective_rpc pickles `describe` to ship it to the worker.
-    separate = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1", "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
-    enabled = result(run_python(script, env={**disabled_env, **separate, ENABLE_ENV: "1"}))
+@pytest.fixture(scope="module")
+def cpu_platform_tokens(tiny_llama: Path, plugin_site: Path | None) -> list[list[int]]:
+    """Greedy tokens of vLLM's own CPU platform, from an engine in this process."""
+    from vllm import SamplingParams
+    from vllm.platforms import current_platform
+
+    assert type(current_platform).__name__ == "CpuPlatform", f"unset {ENABLE_ENV} to run these tests"
+    with in_process_llm(model=str(tiny_llama), **TINY_ENGINE_KWARGS) as llm:
+        outputs = llm.generate(PROMPTS, SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0))
+    return [list(output.outputs[0].token_ids) for output in outputs]
+
+
+def enabled_run(run_python, env: dict[str, str], llm_kwargs: dict[str, object]) -> dict:
+    """The engine script with the platform enabled; checks what every engine process resolved."""
+    script = ENGINE
+    for name, value in {"LLM_KWARGS": llm_kwargs, "PROMPTS": PROMPTS, "MAX_TOKENS": MAX_TOKENS}.items():
+        script = script.replace(name, repr(value))
+    enabled = result(run_python(script, env={**env, ENABLE_ENV: "1"}))
     name = PLATFORM_CLASS.rsplit(".", 1)[1]
     assert enabled["front_end"] == name
     assert enabled["engine"]["platform"] == name
     assert enabled["engine"]["worker"] == WORKER_CLASS.rsplit(".", 1)[1]
     dispatched = {entry.split(".")[1] for entry in enabled["engine"]["dispatch"]}
     assert dispatched == {"forward_oot"}, enabled["engine"]["dispatch"]
+    return enabled
 
-    builtin = result(run_python(script, env=disabled_env))
-    assert builtin["front_end"] == builtin["engine"]["platform"] == "CpuPlatform"
-    assert "forward_oot" not in {entry.split(".")[1] for entry in builtin["engine"]["dispatch"]}
-    assert enabled["tokens"] == builtin["tokens"]
+
+def test_enabled_platform_serves_the_engine_like_the_cpu_platform(
+    run_python, disabled_env: dict[str, str], llm_kwargs: dict[str, object], cpu_platform_tokens: list
+) -> None:
+    enabled = enabled_run(run_python, {**disabled_env, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, llm_kwargs)
+    assert enabled["tokens"] == cpu_platform_tokens
+
+
+@pytest.mark.slow
+def test_every_engine_process_resolves_the_platform(
+    run_python, disabled_env: dict[str, str], llm_kwargs: dict[str, object], cpu_platform_tokens: list
+) -> None:
+    # Multiprocessing on; collective_rpc pickles `describe` to ship it to the worker.
+    separate = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1", "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
+    enabled = enabled_run(run_python, {**disabled_env, **separate}, llm_kwargs)
+    assert enabled["tokens"] == cpu_platform_tokens
 
 
 def test_target_device_cpu_bypasses_the_plugin(run_python, disabled_env: dict[str, str]) -> None:

@@ -6,7 +6,7 @@ Three in-process engines on the tiny Llama, each started once for the whole modu
 - checkpoint: the pre-quantized checkpoint, detected from its config.json alone.
 Each quantized engine must hold int8 weights in its linear layers, must have sent them through
 MyQLinearMethod (its per-backend counters), and must score the prompts like the reference. A
-tensor-parallel run then loads the pre-quantized shards into two workers.
+tensor-parallel run (marked slow: `pytest --slow`) then loads the pre-quantized shards into two workers.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from vllm_scaffold.testing import TINY_ENGINE_KWARGS, TP2_ENV  # noqa: E402
-from vllm_scaffold.testing.offline import (  # noqa: E402
+from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV  # noqa: E402
+from vllm_scaffold_testing.offline import (  # noqa: E402
     EngineRun,
     describe_layers,
     engine_run,
@@ -87,7 +87,7 @@ def test_scores_and_greedy_tokens_match_the_dequantized_reference(runs: dict[str
 TP_SCRIPT = """
 import json
 from vllm import LLM
-from vllm_scaffold.testing.offline import describe_layers, prompt_logprobs
+from vllm_scaffold_testing.offline import describe_layers, prompt_logprobs
 
 if __name__ == "__main__":
     llm = LLM(**{kwargs!r})
@@ -96,6 +96,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_tensor_parallel_checkpoint_matches_reference(
     runs: dict[str, EngineRun], checkpoints: dict[str, Path], run_python
 ) -> None:

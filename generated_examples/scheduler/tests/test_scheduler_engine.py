@@ -1,8 +1,9 @@
 """my_sched's scheduler inside a real vLLM engine: constructed by the engine core, and its policy visible.
 
 The in-process engine (multiprocessing off) keeps the engine core in the test process, so the scheduler
-instance is at `llm.llm_engine.engine_core.engine_core.scheduler`. The multiprocessing test shows that an
-exception raised by the scheduler in the engine-core process reaches the front end as an engine error.
+instance is at `llm.llm_engine.engine_core.engine_core.scheduler`. The multiprocessing test (marked slow:
+`pytest --slow`) shows that an exception raised by the scheduler in the engine-core process reaches the
+front end as an engine error.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_scheduler_exception_in_engine_core_process_surfaces_as_engine_error(llm_kwargs, run_python) -> None:
     bad_settings = {SETTINGS_KEY: {"max_wait_s": -1}}
     kwargs = {**llm_kwargs, "scheduler_cls": SCHEDULER_CLS, "additional_config": bad_settings}

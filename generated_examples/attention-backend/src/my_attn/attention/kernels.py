@@ -15,11 +15,14 @@ the first three dimensions, so any physical layout vLLM negotiates works; the ch
   requests (decodes) go through `_decode_kernel`, which splits a long context over NUM_SPLITS programs
   (split-K, "flash decoding") whose partial results `_merge_splits_kernel` combines.
 - Optional sliding window and logits soft cap are compile-time switches of the same kernels.
+- `cuda_launch_configs()`: the launches the CUDA path makes for each dtype and head shape the GPU tests cover,
+  which `pytest --cuda-arch` compiles for real GPUs.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 
 import torch
 import triton
@@ -544,6 +547,66 @@ def paged_attention(
             GROUP_PAD=group_pad,
             BLOCK_Q=block_q,
             SKIP_DECODES=num_decodes > 0,
+            # float32 tiles multiply exactly on the FMA units ("ieee"), which hold the whole 64 x 128 GQA
+            # tile in registers: four warps need over 255 registers per thread and spill kilobytes of them.
+            num_warps=8 if dtype == tl.float32 else 4,
             **common,
         )
     return output
+
+
+# (query heads, KV heads, head size) of the GPU tests: MHA at 64, GQA-4 at 128, GQA-4 at a padded 96.
+CUDA_HEAD_SHAPES: tuple[tuple[int, int, int], ...] = ((8, 8, 64), (32, 8, 128), (16, 4, 96))
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], object]]]:
+    """Each dtype x head shape as calls of the host code on shape-only ("meta") tensors (case, dtype, call): a
+    cache write, a mixed batch (prefill and single-program decode) and a split decode batch. The test
+    harness records the launches each call makes and compiles them for real GPUs."""
+    batches = (("prefill + decode", [64, 1], 1), ("split decode", [1, 1], 4))
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        for num_heads, num_kv_heads, head_size in CUDA_HEAD_SHAPES:
+            shape = f"{num_heads}/{num_kv_heads} heads of {head_size}"
+            yield f"cache write, {shape}", dtype, _cache_write_call(num_kv_heads, head_size, dtype)
+            for case, query_lens, splits in batches:
+                call = _attention_call(query_lens, num_heads, num_kv_heads, head_size, dtype, splits)
+                yield f"{case}, {shape}", dtype, call
+
+
+def _meta(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def _cache_write_call(num_kv_heads: int, head_size: int, dtype: torch.dtype) -> Callable[[], None]:
+    tokens = (64, num_kv_heads, head_size)
+    cache = _meta(128, num_kv_heads, 16, 2 * head_size, dtype=dtype)
+    return lambda: write_kv_cache(
+        _meta(*tokens, dtype=dtype), _meta(*tokens, dtype=dtype), cache, _meta(64, dtype=torch.int64)
+    )
+
+
+def _attention_call(
+    query_lens: list[int],
+    num_heads: int,
+    num_kv_heads: int,
+    head_size: int,
+    dtype: torch.dtype,
+    num_splits: int,
+    context: int = 1024,
+    block_size: int = 16,
+) -> Callable[[], object]:
+    num_tokens, num_requests = sum(query_lens), len(query_lens)
+    pages = triton.cdiv(context + max(query_lens), block_size)
+    query = _meta(num_tokens, num_heads, head_size, dtype=dtype)
+    return lambda: paged_attention(
+        query,
+        _meta(num_requests * pages, num_kv_heads, block_size, 2 * head_size, dtype=dtype),
+        _meta(num_tokens, num_heads, head_size, dtype=dtype),
+        _meta(num_requests + 1, dtype=torch.int32),
+        _meta(num_requests, dtype=torch.int32),
+        _meta(num_requests, pages, dtype=torch.int32),
+        head_size**-0.5,
+        max_query_len=max(query_lens),
+        num_decodes=query_lens.count(1),
+        num_splits=num_splits,
+    )

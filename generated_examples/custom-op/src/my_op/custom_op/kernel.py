@@ -14,6 +14,7 @@ implementation, so opcheck and torch.compile work in both cases.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 
 import torch
 import triton
@@ -54,3 +55,11 @@ my_op = (custom_op if INTERPRETED else triton_op)(OP_NAME, mutates_args=())(_sil
 @my_op.register_fake
 def _(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
+    """The launch of the CUDA path per dtype (the tile does not depend on the shape), as a call of the host
+    code on a shape-only ("meta") tensor; `pytest --cuda-arch` compiles it for real GPUs."""
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        x = torch.empty(256, 2 * 14336, dtype=dtype, device="meta")
+        yield "256 tokens x 14336", dtype, lambda x=x: _silu_and_mul(x)

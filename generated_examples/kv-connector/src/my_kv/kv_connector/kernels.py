@@ -17,6 +17,8 @@ explicitly (`backend="triton"`, for tests); the torch path (advanced indexing) r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Literal
 
 import torch
@@ -170,3 +172,15 @@ if triton is not None:
         else:
             values = tl.load(buffer_ptr + offsets, mask=mask)
             tl.store(cache_ptr + cache_offsets, values, mask=mask)
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], None]]]:
+    """The gather and the scatter of the CUDA path per cache dtype (the tile does not depend on the shape), as
+    calls of the host code on shape-only ("meta") tensors; `pytest --cuda-arch` compiles them for GPUs."""
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        cache = torch.empty(512, 8, 16, 256, dtype=dtype, device="meta")
+        slots = torch.empty(1024, dtype=torch.int64, device="meta")
+        buffer = torch.empty(1024, 8, 256, dtype=dtype, device="meta")
+        for gather in (True, False):
+            case = "gather" if gather else "scatter"
+            yield f"{case}, 1024 tokens", dtype, partial(_launch, cache, slots, buffer, gather=gather)

@@ -9,11 +9,14 @@ where vLLM is absent.
   the tile grid. `w_q` is the checkpoint's [N, K] int8 weight, read transposed through its strides.
 - Backends: `triton` (CUDA, or CPU tensors under TRITON_INTERPRET=1) and `torch` (exact integer products in
   float64: slow, runs everywhere). `auto` picks Triton whenever it can run on the tensor.
+- `cuda_launch_configs()`: the launches the CUDA path can choose (`pytest --cuda-arch` compiles them).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Literal
 
 import torch
@@ -23,6 +26,19 @@ import triton.language as tl
 Backend = Literal["triton", "torch"]
 BACKENDS: tuple[str, ...] = ("auto", "triton", "torch")
 INT8_MAX = 127
+# One (M, N, K) per tile configuration `_launch_config` picks on CUDA (M <= 16, M <= 128, larger) at a
+# Llama-sized layer, then the same off the 16-element grid: the shapes `cuda_launch_configs()` declares.
+CUDA_CONFIG_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (16, 4096, 4096),
+    (128, 4096, 4096),
+    (4096, 4096, 4096),
+    (16, 4104, 4104),
+    (128, 4104, 4104),
+    (4096, 4104, 4104),
+)
+# K tile for rows that do not start on a 16-element boundary: their loads cannot be vectorized, and with a
+# larger K tile the scalar loads of one tile need over 255 registers per thread (ptxas spills, sm_80-sm_100).
+UNALIGNED_BLOCK_K = 32
 
 
 def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -69,6 +85,16 @@ def _tile_of_program(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M
     first_m = (pid // group_size) * GROUP_M
     rows_in_group = tl.minimum(num_pid_m - first_m, GROUP_M)
     return first_m + (pid % group_size) % rows_in_group, (pid % group_size) // rows_in_group
+
+
+def shape_only(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor with a shape and a dtype but no storage ("meta"): enough to run the host code of a launch."""
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def rows_aligned(*tensors: torch.Tensor) -> bool:
+    """Whether every row of `tensors` starts on a 16-element boundary (so the kernel can vectorize loads)."""
+    return all(t.stride(0) % 16 == 0 for t in tensors)
 
 
 def quantize_per_token(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,8 +166,10 @@ def _int8_scaled_mm_kernel(
     )
 
 
-def _launch_config(m: int, interpreted: bool) -> dict[str, int]:
+def _launch_config(m: int, interpreted: bool, aligned: bool = True) -> dict[str, int]:
     """Tile sizes by M. The interpreter pays per program instance, so it gets few, large programs."""
+    if not aligned and not interpreted:
+        return {**_launch_config(m, interpreted), "BLOCK_K": UNALIGNED_BLOCK_K}
     if interpreted:
         return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
     if m <= 16:
@@ -165,7 +193,7 @@ def triton_int8_scaled_mm(
     out = torch.empty((m, n), dtype=out_dtype, device=a_q.device)
     if m == 0:
         return out
-    config = _launch_config(m, a_q.device.type == "cpu")
+    config = _launch_config(m, a_q.device.type == "cpu", rows_aligned(a_q, w_q, out))
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _int8_scaled_mm_kernel[grid](
         a_q,
@@ -225,3 +253,14 @@ def int8_scaled_mm(
     if select_backend(backend, a_q.device) == "triton":
         return triton_int8_scaled_mm(a_q, w_q, scale_a, scale_w, bias, out_dtype)
     return torch_int8_scaled_mm(a_q, w_q, scale_a, scale_w, bias, out_dtype)
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
+    """Each tile configuration of the CUDA path x output dtype, as a call of the host code on shape-only
+    tensors (case, dtype, call); the test harness records the launch each call makes and compiles it."""
+    for m, n, k in CUDA_CONFIG_SHAPES:
+        a_q, w_q = shape_only(m, k, dtype=torch.int8), shape_only(n, k, dtype=torch.int8)
+        scale_a, scale_w = shape_only(m, dtype=torch.float32), shape_only(n, dtype=torch.float32)
+        for out_dtype in (torch.float16, torch.bfloat16, torch.float32):
+            call = partial(triton_int8_scaled_mm, a_q, w_q, scale_a, scale_w, None, out_dtype)
+            yield f"M={m} N={n} K={k}", out_dtype, call

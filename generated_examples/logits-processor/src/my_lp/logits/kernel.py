@@ -16,6 +16,8 @@ The Triton kernel runs on CUDA, and on CPU tensors under TRITON_INTERPRET=1; any
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 
@@ -93,3 +95,14 @@ def mask_to_allowed(logits: torch.Tensor, rows: torch.Tensor, allowed: torch.Ten
     if triton_usable(logits):
         return mask_to_allowed_triton(logits, rows, allowed)
     return mask_to_allowed_torch(logits, rows, allowed)
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
+    """The launch of the CUDA path per logits dtype at a real vocabulary (the tile is MAX_BLOCK), as a call of
+    the host code on shape-only ("meta") tensors; `pytest --cuda-arch` compiles it for real GPUs."""
+    rows = torch.empty(64, dtype=torch.int64, device="meta")
+    allowed = torch.empty(64, 32, dtype=torch.int64, device="meta")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        logits = torch.empty(256, 128256, dtype=dtype, device="meta")
+        call = partial(mask_to_allowed_triton, logits, rows, allowed)
+        yield "64 of 256 rows, vocabulary 128256", dtype, call

@@ -9,11 +9,14 @@ timed on a machine without vLLM.
   leading shape; any M (1 included); N and K need not be multiples of the tile.
 - Backends: `triton` (the kernel below: CUDA, or CPU tensors under TRITON_INTERPRET=1) and `torch`
   (dequantize, then `torch.nn.functional.linear`: runs everywhere). `auto` picks Triton whenever it can run.
+- `cuda_launch_configs()`: the launches the CUDA path can choose (`pytest --cuda-arch` compiles them).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Literal
 
 import torch
@@ -25,6 +28,19 @@ ACTIVATION_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, tor
 Backend = Literal["triton", "torch"]
 BACKENDS: tuple[str, ...] = ("auto", "triton", "torch")
 INT8_MAX = 127
+# One (M, N, K) per tile configuration `_launch_config` picks on CUDA (M <= 16, M <= 128, larger) at a
+# Llama-sized layer, then the same off the 16-element grid: the shapes `cuda_launch_configs()` declares.
+CUDA_CONFIG_SHAPES: tuple[tuple[int, int, int], ...] = (
+    (16, 4096, 4096),
+    (128, 4096, 4096),
+    (4096, 4096, 4096),
+    (16, 4104, 4104),
+    (128, 4104, 4104),
+    (4096, 4104, 4104),
+)
+# K tile for rows that do not start on a 16-element boundary: their loads cannot be vectorized, and with a
+# larger K tile the scalar loads of one tile need over 255 registers per thread (ptxas spills, sm_80-sm_100).
+UNALIGNED_BLOCK_K = 32
 
 
 def quantize_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,6 +89,16 @@ def _tile_of_program(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M
     return first_m + (pid % group_size) % rows_in_group, (pid % group_size) // rows_in_group
 
 
+def shape_only(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor with a shape and a dtype but no storage ("meta"): enough to run the host code of a launch."""
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def rows_aligned(*tensors: torch.Tensor) -> bool:
+    """Whether every row of `tensors` starts on a 16-element boundary (so the kernel can vectorize loads)."""
+    return all(t.stride(0) % 16 == 0 for t in tensors)
+
+
 def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric per-output-channel int8: returns (`w_q` int8 [N, K], `scale` float32 [N])."""
     return quantize_rows(weight)
@@ -101,6 +127,7 @@ def _int8_weight_only_gemm_kernel(
     stride_on,
     HAS_BIAS: tl.constexpr,
     DOT_FP32: tl.constexpr,
+    FP32_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -130,7 +157,7 @@ def _int8_weight_only_gemm_kernel(
         )
         if DOT_FP32:
             # float32 activations, and every dtype under the interpreter (its bfloat16 arithmetic is wrong).
-            acc += tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision="ieee")
+            acc += tl.dot(x.to(tl.float32), w.to(tl.float32), input_precision=FP32_PRECISION)
         else:
             # int8 values are exact in float16 and bfloat16: the tensor cores take the weight in x's dtype.
             acc += tl.dot(x, w.to(x.dtype))
@@ -146,8 +173,16 @@ def _int8_weight_only_gemm_kernel(
     )
 
 
-def _launch_config(m: int, interpreted: bool) -> dict[str, int]:
+def _launch_config(m: int, interpreted: bool, aligned: bool = True, fp32: bool = False) -> dict[str, int]:
     """Tile sizes by M. The interpreter pays per program instance, so it gets few, large programs."""
+    if fp32 and not interpreted:
+        # float32 runs as three TF32 products per dot: twice the operand registers of half precision, so a
+        # thinner K tile shared by more warps (at the half-precision tiles ptxas spills, sm_80-sm_100).
+        config = _launch_config(m, interpreted)
+        config.update(BLOCK_M=min(config["BLOCK_M"], 64), BLOCK_K=32, num_warps=4 if m <= 16 else 8)
+        return config
+    if not aligned and not interpreted:
+        return {**_launch_config(m, interpreted), "BLOCK_K": UNALIGNED_BLOCK_K}
     if interpreted:
         return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
     if m <= 16:
@@ -167,7 +202,7 @@ def triton_int8_weight_only_gemm(
     if m == 0:
         return out
     interpreted = x.device.type == "cpu"
-    config = _launch_config(m, interpreted)
+    config = _launch_config(m, interpreted, rows_aligned(x, w_q, out), x.dtype == torch.float32)
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _int8_weight_only_gemm_kernel[grid](
         x,
@@ -186,6 +221,9 @@ def triton_int8_weight_only_gemm(
         out.stride(1),
         HAS_BIAS=bias is not None,
         DOT_FP32=interpreted or x.dtype == torch.float32,
+        # On a GPU float32 goes through the tensor cores as three TF32 products (float32 accuracy): the exact
+        # FMA path ("ieee") needs over 255 registers per thread at any useful tile and spills kilobytes.
+        FP32_PRECISION="ieee" if interpreted else "tf32x3",
         **config,
     )
     return out
@@ -216,3 +254,13 @@ def int8_weight_only_linear(
     else:
         out = torch_int8_weight_only_gemm(x_2d, w_q, scale, bias)
     return out.reshape(*x.shape[:-1], w_q.shape[0])
+
+
+def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
+    """Each tile configuration of the CUDA path x activation dtype, as a call of the host code on shape-only
+    tensors (case, dtype, call); the test harness records the launch each call makes and compiles it."""
+    for m, n, k in CUDA_CONFIG_SHAPES:
+        w_q, scale = shape_only(n, k, dtype=torch.int8), shape_only(n, dtype=torch.float32)
+        for dtype in ACTIVATION_DTYPES:
+            call = partial(triton_int8_weight_only_gemm, shape_only(m, k, dtype=dtype), w_q, scale)
+            yield f"M={m} N={n} K={k}", dtype, call

@@ -1,12 +1,14 @@
 """pytest plugin (entry point `pytest11`) with the fixtures every generated plugin's tests use.
 
-Loaded in any pytest run of an environment where vllm-scaffold is installed; it imports neither vLLM nor
-Triton at load time, so kernel tests also run where vLLM is absent.
+Loaded in any pytest run of an environment where vllm-scaffold-testing is installed; it imports neither
+vLLM nor Triton at load time, so kernel tests also run where vLLM is absent.
 
 - `gpu` marker: skipped with a clear reason when CUDA is not available.
 - `slow` marker and `--slow` option: tests that start extra processes (multiprocessing, tensor parallelism,
   the HTTP server) are deselected from a plain `pytest` run, so the inner loop stays short; `pytest --slow`
   (what the generated CI runs) runs them as well, and so does a `-m` expression that names `slow`.
+- `--cuda-arch 80,89,90,100`: every Triton launch a test makes is also compiled for those NVIDIA
+  architectures, without a GPU (see `vllm_scaffold_testing.cuda_checks`).
 - Without CUDA, `TRITON_INTERPRET=1` is set before any test module imports Triton, so `@triton.jit`
   kernels run on CPU tensors through the interpreter.
 - `tiny_llama`: a tiny random Llama with its tokenizer, built once per session (or once per cache
@@ -27,14 +29,15 @@ from typing import Any
 
 import pytest
 
-from vllm_scaffold.testing import engine, tiny_model
-from vllm_scaffold.testing.attention import cpu_attention_override  # noqa: F401
-from vllm_scaffold.testing.kernels import disabled_kernels  # noqa: F401
-from vllm_scaffold.testing.server import SERVER_DEFAULTS, OpenAIServer
-from vllm_scaffold.testing.shared import _attach_shared_server_logs, module_llm, module_server  # noqa: F401
+from vllm_scaffold_testing import engine, tiny_model
+from vllm_scaffold_testing.attention import cpu_attention_override  # noqa: F401
+from vllm_scaffold_testing.kernels import disabled_kernels  # noqa: F401
+from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
+from vllm_scaffold_testing.shared import _attach_shared_server_logs, module_llm, module_server  # noqa: F401
 
 CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
 _SITE = pytest.StashKey[Path | None]()
+_CUDA_CHECKS = pytest.StashKey[Any]()
 
 
 def cuda_available() -> bool:
@@ -52,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="also run tests marked slow (multiprocessing, tensor parallelism, the HTTP server)",
     )
+    parser.addoption(
+        "--cuda-arch",
+        metavar="ARCHS",
+        default=None,
+        help="also compile every Triton launch and declared CUDA configuration for these NVIDIA "
+        "architectures, e.g. 80,89,90,100 (no GPU needed; results cached in $VLLM_SCAFFOLD_CACHE)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,11 +72,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engine: starts a real vLLM engine")
     if "TRITON_INTERPRET" not in os.environ and not cuda_available():
         os.environ["TRITON_INTERPRET"] = "1"
+    archs = config.getoption("cuda_arch", None)
+    if archs:
+        _register_cuda_checks(config, archs)
     # Before collection, so test modules can import the package under test.
     config.stash[_SITE] = _expose_plugin_under_test(Path(config.rootpath))
 
 
+def _register_cuda_checks(config: pytest.Config, archs: str) -> None:
+    from vllm_scaffold_testing.cuda_checks import CudaCompileChecks
+    from vllm_scaffold_testing.cuda_compile import parse_archs
+
+    try:
+        checks = CudaCompileChecks(parse_archs(archs))
+    except ValueError as error:
+        raise pytest.UsageError(f"--cuda-arch: {error}") from None
+    checks.start()
+    config.stash[_CUDA_CHECKS] = checks
+    config.pluginmanager.register(checks, "vllm-scaffold-cuda-checks")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    checks = config.stash.get(_CUDA_CHECKS, None)
+    if checks is not None:
+        checks.stop()
     site = config.stash.get(_SITE, None)
     if site is not None:
         shutil.rmtree(site, ignore_errors=True)
@@ -169,7 +198,6 @@ def make_llm(
 
     yield make
     engine.shutdown_engines(created)
-    created.clear()
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""vLLM's OpenAI-compatible server on 127.0.0.1 and a free port, for tests that go over HTTP."""
+"""vLLM's OpenAI-compatible server on 127.0.0.1 and a free port, for tests that go over HTTP.
+
+Every wait is on a condition with a generous limit (a busy 2-core machine starts a server in minutes, not
+seconds): start-up polls /health until it answers or the process exits, requests allow minutes.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,12 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+STARTUP_TIMEOUT_S = 900.0
+REQUEST_TIMEOUT_S = 600.0
+# A /health probe that gets no answer in this time is simply repeated (the start-up limit still applies).
+PROBE_TIMEOUT_S = 10.0
+PORT_ATTEMPTS = 3
 
 # Server flags that fit the tiny model and a 2-core, no-GPU machine (the HTTP twin of TINY_ENGINE_KWARGS).
 SERVER_DEFAULTS: tuple[str, ...] = (
@@ -36,34 +46,47 @@ class OpenAIServer:
     """`python -m vllm.entrypoints.openai.api_server` in its own process group, logging to a file."""
 
     def __init__(
-        self, model: Path, args: Sequence[str], env: Mapping[str, str], log_path: Path, startup_timeout: float = 300
+        self,
+        model: Path,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
     ) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), *args]
-        self._log = log_path.open("w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            command, env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self._wait_healthy(startup_timeout)
+        deadline = time.monotonic() + startup_timeout
+        # The free port can be taken by another process before the server binds it: start again on another.
+        for _ in range(PORT_ATTEMPTS):
+            self.port = free_port()
+            self.base_url = f"http://127.0.0.1:{self.port}"
+            command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
+            command += ["--host", "127.0.0.1", "--port", str(self.port), *args]
+            self._log = log_path.open("w", encoding="utf-8")
+            self.process = subprocess.Popen(
+                command, env=dict(env), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            if self._wait_healthy(deadline, startup_timeout):
+                return
+            self._log.close()
+        raise RuntimeError(f"the server found no free port in {PORT_ATTEMPTS} attempts:\n{self.log_tail()}")
 
-    def _wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+    def _wait_healthy(self, deadline: float, timeout: float) -> bool:
+        """True once /health answers; False when the port was taken under the server, which then exited."""
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if "address already in use" in self.log_tail().lower():
+                    return False
                 raise RuntimeError(f"the server exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
-                if self.get("/health")[0] == 200:
-                    return
+                if self.request("GET", "/health", timeout=PROBE_TIMEOUT_S)[0] == 200:
+                    return True
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
-            time.sleep(0.5)
+            time.sleep(0.5)  # poll interval between probes, not a wait for readiness
         self.stop()
         raise RuntimeError(f"the server did not answer /health within {timeout}s:\n{self.log_tail()}")
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float = 120) -> tuple[int, Any]:
+    def request(self, method: str, path: str, body: Any = None, timeout: float = REQUEST_TIMEOUT_S) -> tuple[int, Any]:
         """(status, decoded JSON or text) of one request; HTTP errors are returned, not raised."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
@@ -80,13 +103,14 @@ class OpenAIServer:
             return status, text
 
     def get(self, path: str) -> tuple[int, Any]:
-        return self.request("GET", path, timeout=5)
+        return self.request("GET", path)
 
     def post(self, path: str, body: Any) -> tuple[int, Any]:
         return self.request("POST", path, body)
 
     def log_tail(self, chars: int = 8000) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
 
     def stop(self) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from vllm_scaffold.testing import engine
-from vllm_scaffold.testing.server import SERVER_DEFAULTS, OpenAIServer
+from vllm_scaffold_testing import engine
+from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,9 @@ def module_llm(
             return engines[key]
 
         yield get
-        engine.shutdown_engines(list(engines.values()))
+        llms = list(engines.values())
         engines.clear()
+        engine.shutdown_engines(llms)
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,20 @@ already installed in the environment (`pip install -e .`), that installation is 
 
 from __future__ import annotations
 
+import configparser
+import contextlib
+import email.parser
 import importlib.metadata
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-
-from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.project import read_project
+from typing import Any
 
 # Engine settings that fit the tiny model and a 2-core, no-GPU machine.
 TINY_ENGINE_KWARGS: dict[str, object] = {
@@ -41,16 +46,57 @@ ENGINE_ENV: dict[str, str] = {
 TP2_ENV: dict[str, str] = {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
 
 
+@dataclass(frozen=True)
+class ProjectMetadata:
+    """What a project declares, as far as running it in an engine goes."""
+
+    name: str
+    entry_point_groups: frozenset[str]
+    manifest: bool  # a [tool.vllm-scaffold] table
+
+    @property
+    def is_vllm_plugin(self) -> bool:
+        return self.manifest or any(group.startswith("vllm.") for group in self.entry_point_groups)
+
+
+@cache
+def project_metadata(project: Path) -> ProjectMetadata | None:
+    """The project at `project`, or None where there is none (no pyproject.toml, setup.py or setup.cfg).
+
+    A pyproject.toml whose [project] table states the name and the entry points is read as it is. Any other
+    layout (setup.py, setup.cfg, dynamic metadata) is built by its own build backend into a scratch
+    directory, exactly as the private install would, and read from the metadata that writes.
+    """
+    pyproject = project / "pyproject.toml"
+    table = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
+    manifest = "vllm-scaffold" in table.get("tool", {})
+    declared = table.get("project", {})
+    if "name" in declared and not {"name", "entry-points"} & set(declared.get("dynamic", [])):
+        return ProjectMetadata(declared["name"], frozenset(declared.get("entry-points", {})), manifest)
+    if not pyproject.is_file() and not (project / "setup.py").is_file() and not (project / "setup.cfg").is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="vllm-plugin-metadata-") as scratch:
+        (dist_info,) = install_privately(project, Path(scratch)).glob("*.dist-info")
+        name = email.parser.HeaderParser().parsestr((dist_info / "METADATA").read_text(encoding="utf-8"))["Name"]
+        entry_points = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+        entry_points.read(dist_info / "entry_points.txt", encoding="utf-8")
+    return ProjectMetadata(name, frozenset(entry_points.sections()), manifest)
+
+
 def project_distribution(project: Path) -> str:
-    return read_project(project).name
+    metadata = project_metadata(project)
+    if metadata is None:
+        raise RuntimeError(f"{project} has no pyproject.toml, setup.py or setup.cfg")
+    return metadata.name
 
 
 def is_vllm_plugin_project(project: Path) -> bool:
     """A project with a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
     try:
-        return read_project(project).is_vllm_plugin
-    except ScaffoldError:
+        metadata = project_metadata(project)
+    except (RuntimeError, ValueError):  # does not parse or build, or does not make one dist-info
         return False
+    return metadata is not None and metadata.is_vllm_plugin
 
 
 def installed_in_environment(dist_name: str) -> bool:
@@ -89,17 +135,37 @@ def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
 
 
 def shutdown_engines(llms: list[object]) -> None:
-    """Shuts down in-process `vllm.LLM` engines and frees what vLLM keeps per process, so another can start."""
+    """Shuts down in-process `vllm.LLM` engines and frees what vLLM keeps per process, so another can start.
+
+    Empties `llms` first, so the one garbage collection vLLM's cleanup runs can free the engines.
+    """
     if not llms:
         return
-    import gc
-
     from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
-    for llm in llms:
-        llm.llm_engine.engine_core.shutdown()  # type: ignore[attr-defined]
-    gc.collect()
+    while llms:
+        llms.pop().llm_engine.engine_core.shutdown()  # type: ignore[attr-defined]
     cleanup_dist_env_and_memory()
+
+
+@contextlib.contextmanager
+def in_process_llm(**kwargs: Any) -> Iterator[Any]:
+    """A `vllm.LLM` in this process (engine core and worker included), shut down on exit.
+
+    For a reference run inside a fixture of any scope: a fresh interpreter would pay vLLM's import again.
+    """
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in ENGINE_ENV.items():
+            patch.setenv(key, value)
+        from vllm import LLM
+
+        llms = [LLM(**kwargs)]
+        try:
+            yield llms[0]
+        finally:
+            shutdown_engines(llms)
 
 
 def run_python(

