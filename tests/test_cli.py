@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
+
+from vllm_scaffold import console
 from vllm_scaffold.catalog import load_catalog
 
 SEAM_KEYS = [
@@ -56,8 +63,9 @@ def test_explain_states_processes_timing_selection_and_pitfalls(cli) -> None:
     result = cli("explain", "kv-connector")
     assert result.exit_code == 0
     seam = load_catalog()["kv-connector"]
+    printed = " ".join(result.stdout.split())  # prose wraps at the output's width
     for text in (seam.process_family, seam.load_timing, seam.pitfalls[0], seam.selection[0]):
-        assert text in result.stdout
+        assert " ".join(text.split()) in printed
 
 
 def test_templated_seams_have_a_template_folder_module_and_example() -> None:
@@ -68,3 +76,101 @@ def test_templated_seams_have_a_template_folder_module_and_example() -> None:
             assert (templates_root() / seam.template / "copier.yml").is_file(), seam.key
             assert seam.module and seam.example, seam.key
             questions(seam.template)  # parses
+
+
+def test_version(cli) -> None:
+    from vllm_scaffold import __version__
+
+    result = cli("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"vllm-scaffold {__version__}"
+
+
+@pytest.fixture
+def columns_80(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Output as on an 80-column terminal: rich reads COLUMNS when its console is made."""
+    monkeypatch.setenv("COLUMNS", "80")
+    console.out.cache_clear()
+    yield
+    console.out.cache_clear()
+
+
+def assert_fits_without_split_words(output: str, texts: list[str], width: int = 80) -> None:
+    """Every line fits `width` unless it is one word, and every word of `texts` appears whole."""
+    for line in output.splitlines():
+        assert len(line) <= width or len(line.split()) == 1, line
+    printed = set(output.split())
+    for text in texts:
+        for word in text.split():
+            assert word in printed, f"{word!r} is split or missing"
+
+
+def test_list_at_80_columns_keeps_words_whole(cli, columns_80) -> None:
+    result = cli("list")
+    assert result.exit_code == 0
+    seams = load_catalog().values()
+    texts = [f"{s.key} {s.group or s.api} {s.process_family} {s.load_timing} {s.duplicate_policy}" for s in seams]
+    assert_fits_without_split_words(result.stdout, texts)
+
+
+def test_list_on_a_wide_terminal_is_a_table(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")
+    console.out.cache_clear()
+    try:
+        result = cli("list")
+    finally:
+        console.out.cache_clear()
+    assert result.exit_code == 0
+    assert "│ kv-connector" in result.stdout
+    assert_fits_without_split_words(result.stdout, [seam.load_timing for seam in load_catalog().values()], 400)
+
+
+@pytest.mark.parametrize("key", SEAM_KEYS)
+def test_explain_at_80_columns_keeps_words_whole(cli, columns_80, key: str) -> None:
+    result = cli("explain", key)
+    assert result.exit_code == 0
+    seam = load_catalog()[key]
+    assert_fits_without_split_words(result.stdout, [seam.summary, *seam.selection, *seam.pitfalls])
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_errors_wrap_on_a_terminal_and_stay_one_line_otherwise(monkeypatch, terminal: bool) -> None:
+    from rich.console import Console
+
+    stream = io.StringIO()
+    fake = Console(file=stream, width=60, force_terminal=terminal, no_color=True, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(console, "err", lambda: fake)
+    message = "--data max_texts=abc: max_texts takes a whole number, got 'abc'; pass e.g. --data max_texts=16"
+    console.error(message)
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue()).splitlines()  # without the bold of "error:"
+    assert " ".join(" ".join(lines).split()) == f"error: {message}"
+    if terminal:
+        assert len(lines) > 1 and all(len(line) <= 60 for line in lines), lines
+    else:
+        assert len(lines) == 1
+
+
+def test_explain_points_at_a_page_that_ships_in_the_wheel(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", root],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("vllm_scaffold-*.whl")
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", target, wheel],
+        check=True,
+        capture_output=True,
+    )
+    code = f"import sys; sys.path.insert(0, {str(target)!r}); from vllm_scaffold.cli import app; app()"
+    for key in SEAM_KEYS:
+        done = subprocess.run(
+            [sys.executable, "-c", code, "explain", key], capture_output=True, text=True, cwd=tmp_path, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        page = Path(done.stdout.splitlines()[-1])
+        cited = str(page)
+        assert page.is_file() and target in page.parents, cited
+        assert page.read_text(encoding="utf-8") == (root / "docs" / "seams" / f"{key}.md").read_text(encoding="utf-8")

@@ -87,3 +87,16 @@ def test_seam_without_template_says_so(cli, workspace: Path, monkeypatch: pytest
     assert result.exit_code == 2
     assert "seam 'scheduler' has no template yet" in result.stderr and "\n" not in result.stderr.strip()
     assert snapshot(workspace) == before
+
+
+def test_component_module_path_too_long_on_add(cli, tmp_path: Path) -> None:
+    package = "p" * 40
+    assert cli("new", "general-plugin", package, "--dest", str(tmp_path / package), "--defaults").exit_code == 0
+    before = snapshot(tmp_path)
+    result = cli("add", "platform", "c" * 24, "--project", str(tmp_path / package), "--defaults")
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert "\n" not in message
+    assert f"the module path '{package}.{'c' * 24}' is 65 characters long, more than the 64 allowed" in message
+    assert "choose a NAME of at most 23 characters" in message
+    assert snapshot(tmp_path) == before

@@ -112,6 +112,7 @@ def check_component_name(project: Project, name: str, module: str) -> None:
     """A ScaffoldError when `project` cannot take a component `name` in subpackage `module`."""
     names.check_identifier(name, "NAME")
     names.check_identifier(module, "module")
+    names.check_module_path(project.package, module, "NAME")
     if any(component.get("name") == name for component in project.components()):
         raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
     module_dir = f"{project.package_dir}/{module}"

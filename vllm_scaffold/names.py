@@ -13,6 +13,9 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The longest package or component name: generated prose, strings and dotted paths repeat it (a registration
 # target names it twice), and the templates keep every such line inside the generated line length up to here.
 MAX_NAME_LENGTH = 40
+# The longest module path of a component, `package.module`: `add` makes NAME the module, and import lines and
+# dotted class paths hold both names at once.
+MAX_MODULE_PATH_LENGTH = 64
 
 # Import names a plugin must not shadow: its own runtime and test stack.
 _RESERVED = frozenset({"vllm", "torch", "triton", "transformers", "pytest", "tests", "test", "vllm_scaffold"})
@@ -39,6 +42,17 @@ def check_identifier(name: str, what: str) -> str:
             f"{what} '{name}' would shadow the module '{name}'", f"choose another name, e.g. '{name}_plugin'"
         )
     return name
+
+
+def check_module_path(package: str, module: str, what: str) -> None:
+    """A ScaffoldError when `package.module` is longer than generated import lines can hold."""
+    path = f"{package}.{module}"
+    if len(path) > MAX_MODULE_PATH_LENGTH:
+        room = MAX_MODULE_PATH_LENGTH - len(package) - 1
+        raise ScaffoldError(
+            f"the module path '{path}' is {len(path)} characters long, more than the {MAX_MODULE_PATH_LENGTH} allowed",
+            f"choose a {what} of at most {room} characters in package '{package}'",
+        )
 
 
 def class_prefix(name: str) -> str:

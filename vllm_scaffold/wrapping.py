@@ -55,14 +55,19 @@ def wrap_prose(source: str, width: int) -> str:
 def _fill(line: str, width: int, continuation: str) -> list[str]:
     """`line` broken at spaces so each piece fits `width` where a word allows; later pieces start `continuation`."""
     lead = line[: len(line) - len(line.lstrip())]
+    return fill_words(line.strip(), width, initial_indent=lead, subsequent_indent=continuation) or [line]
+
+
+def fill_words(text: str, width: int, *, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """`text` broken between words, never inside one, into lines of at most `width` where the words allow."""
     return textwrap.wrap(
-        line.strip(),
+        text,
         width=width,
-        initial_indent=lead,
-        subsequent_indent=continuation,
+        initial_indent=initial_indent,
+        subsequent_indent=subsequent_indent,
         break_long_words=False,
         break_on_hyphens=False,
-    ) or [line]
+    )
 
 
 def _docstrings(source: str) -> list[tuple[int, int, str]]:

@@ -19,6 +19,15 @@ from vllm_scaffold.errors import ScaffoldError
 CATALOG_DIR = Path(__file__).parent
 
 
+def docs_page(key: str) -> Path | None:
+    """The seam's documentation page (docs/seams/<key>.md), inside the installed wheel or a source checkout."""
+    package = CATALOG_DIR.parent
+    for folder in (package / "docs" / "seams", package.parent / "docs" / "seams"):
+        if (folder / f"{key}.md").is_file():
+            return folder / f"{key}.md"
+    return None
+
+
 @dataclass(frozen=True)
 class EntryPoint:
     """An entry point a component adds; `name` and `target` are `str.format` patterns over the answers."""

@@ -8,6 +8,7 @@ prints the help and offers to start (`start.py`); without a terminal it prints t
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -22,6 +23,26 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from vllm_scaffold import __version__
+
+        typer.echo(f"vllm-scaffold {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Generate out-of-tree vLLM plugin packages for every extension seam."""
+
+
 app.command("new")(new.command)
 app.command("add")(add.command)
 app.command("list")(listing.command)

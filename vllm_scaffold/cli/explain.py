@@ -13,9 +13,10 @@ def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold l
     """Explain a seam: which processes load it and when, how it is selected, what breaks silently."""
     with reporting():
         from vllm_scaffold import console
-        from vllm_scaffold.catalog import get_seam
+        from vllm_scaffold.catalog import docs_page, get_seam
 
         entry = get_seam(seam)
+        page = docs_page(entry.key)
         text = [
             f"# {entry.title} ({entry.key})",
             "",
@@ -32,7 +33,9 @@ def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold l
             "Pitfalls:",
             *(f"  - {line}" for line in entry.pitfalls),
             "",
-            f"Source: {entry.reference}.",
             f"Template: {'vllm-scaffold new ' + entry.key + ' NAME' if entry.has_template else 'none yet'}.",
+            *(["", "More, with the generated files and what to check (shipped with vllm-scaffold):"] if page else []),
         ]
-        console.lines(text)
+        console.paragraphs(text)
+        if page:
+            console.lines([str(page)])  # one word: a path is never broken

@@ -43,7 +43,8 @@ def pooled(*vectors: list[float]) -> list[SimpleNamespace]:
 
 def test_the_entry_point_names_this_processor(plugin_site) -> None:
     entry_points = importlib.metadata.entry_points(group="vllm.io_processor_plugins")
-    assert {ep.name: ep.value for ep in entry_points}["my_io"] == "my_io.io_processor.entry:processor_class"
+    declared = {ep.name: ep.value for ep in entry_points}["my_io"]
+    assert declared == "my_io.io_processor.entry:processor_class"
     assert resolve_obj_by_qualname(processor_class()) is MyIoProcessor
 
 

@@ -63,8 +63,9 @@ def check_vllm_version() -> bool:
         logger.debug("my_plugin runs on vLLM %s (%s)", vllm.__version__, kind)
         return True
     logger.warning(
-        "my_plugin was verified on vLLM %s (range %s) but vLLM %s is installed: the seams it uses may "
-        "have moved. Check it with `vllm-scaffold doctor --vllm %s` and run its tests against this vLLM.",
+        "my_plugin was verified on vLLM %s (range %s) "
+        "but vLLM %s is installed: the seams it uses may have moved. "
+        "Check it with `vllm-scaffold doctor --vllm %s` and run its tests against this vLLM.",
         ", ".join(ENGINE_TESTED_VLLM + API_CHECKED_VLLM),
         SUPPORTED_VLLM,
         vllm.__version__,

@@ -92,7 +92,8 @@ class MyQConfig(QuantizationConfig):
                 f"{METHOD_NAME} loads checkpoints whose quantization_config has quant_method={METHOD_NAME!r} "
                 f"and {CHECKPOINT_FORMAT}; this one has quant_method={config.get('quant_method')!r} "
                 f"and {found}. "
-                f"Write one with: python -m my_q.quant.quantize SRC DST"
+                "Write one with: python -m "
+                "my_q.quant.quantize SRC DST"
             )
         return cls(ignore=config.get("ignore", []), checkpoint_quantized=True)
 
