@@ -16,17 +16,12 @@ from pathlib import Path
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error
 from vllm_scaffold.doctor.guards import ATTRIBUTE_ERRORS, guards
+from vllm_scaffold.doctor.source import class_body_names
 
 
 def _class_names(node: ast.ClassDef) -> tuple[set[str], bool]:
     """(the names the class's instances have from its own body, whether it resolves names dynamically)."""
-    names: set[str] = set()
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    names = class_body_names(node)
     for child in ast.walk(node):
         if isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Store):
             if isinstance(child.value, ast.Name) and child.value.id == "self":

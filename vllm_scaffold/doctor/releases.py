@@ -23,7 +23,7 @@ from vllm_scaffold.doctor import suppress
 from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
 from vllm_scaffold.doctor.package import Module, PluginPackage
-from vllm_scaffold.doctor.source import aliases, qualified, string_constants
+from vllm_scaffold.doctor.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
 
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
@@ -335,7 +335,7 @@ class ReleaseCheck:
     def _lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
         """(members the plugin's classes in this lineage define, the vLLM classes they derive from)."""
         module, node = self.plugin_classes[qualname]
-        members = _members(node)
+        members = class_body_names(node)
         vllm_bases: list[Symbol] = []
         for base in self._bases(module, node):
             if base in self.plugin_classes and base not in seen:
@@ -508,17 +508,6 @@ def _runtime_aliases(module: Module) -> dict[str, str]:
             bound = {(a.asname or a.name).split(".")[0] for a in place.node.names}
             (checking_only if place.guard == "type-checking" else runtime).update(bound)
     return {k: v for k, v in table.items() if k not in checking_only - runtime}
-
-
-def _members(node: ast.ClassDef) -> set[str]:
-    members: set[str] = set()
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            members.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            members.update(t.id for t in targets if isinstance(t, ast.Name))
-    return members
 
 
 def _plugin_signature(stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

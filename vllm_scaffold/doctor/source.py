@@ -255,6 +255,18 @@ def classes(package: PluginPackage) -> Iterator[tuple[Module, ast.ClassDef, list
             yield module, node, bases
 
 
+def class_body_names(node: ast.ClassDef) -> set[str]:
+    """The names a class body binds: methods, nested classes and class attributes."""
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
 def function(module: Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     for stmt in module.tree.body if module.tree else ():
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
