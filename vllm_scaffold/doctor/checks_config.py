@@ -16,6 +16,7 @@ from pathlib import Path
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error
 from vllm_scaffold.doctor.guards import ATTRIBUTE_ERRORS, guards
+from vllm_scaffold.doctor.package import Module
 from vllm_scaffold.doctor.source import class_body_names
 
 
@@ -87,11 +88,11 @@ def vllm_config_fields(source: Path) -> dict[str, str]:
 _DICT_METHODS = {"get", "items", "keys", "values", "update", "pop", "setdefault", "copy"}
 
 
-def _config_variables(tree: ast.Module, fields: dict[str, str]) -> set[str]:
+def _config_variables(module: Module, fields: dict[str, str]) -> set[str]:
     """Names in the module that hold a VllmConfig field's object: parameters named after the field (without
     an annotation, or annotated with its class) and variables assigned from `<...>.field`."""
     held: set[str] = set()
-    for node in ast.walk(tree):
+    for node in module.of_type(ast.arg, ast.Assign):
         if isinstance(node, ast.arg) and node.arg in fields:
             annotation = ast.unparse(node.annotation) if node.annotation else ""
             if not annotation or fields[node.arg] in annotation:
@@ -125,9 +126,9 @@ def config_attributes(ctx: Context) -> list[Finding]:
     findings = []
     for module in ctx.package.parsed():
         guarded = guards(module, catching=ATTRIBUTE_ERRORS)
-        variables = _config_variables(module.tree, fields)
-        for node in ast.walk(module.tree):
-            if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load) or id(node) in guarded:
+        variables = _config_variables(module, fields)
+        for node in module.of_type(ast.Attribute):
+            if not isinstance(node.ctx, ast.Load) or id(node) in guarded:  # type: ignore[attr-defined]
                 continue
             field = _holds_field(node.value, fields, variables)
             if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):
