@@ -262,6 +262,11 @@ class LaunchRecorder:
     def record(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         fn = kernel.fn
         names, compile_time = _compile_time_parameters(fn)
+        # Trailing compile-time values passed by position (as wrap_triton does) become keywords, which is how
+        # the configuration is shown; binding by name compiles the same kernel.
+        while args and len(args) <= len(names) and names[len(args) - 1] in compile_time:
+            kwargs = {names[len(args) - 1]: args[-1], **kwargs}
+            args = args[:-1]
         self.launches.append(
             Launch(
                 module=fn.__module__,

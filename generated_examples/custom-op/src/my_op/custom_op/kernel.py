@@ -59,7 +59,8 @@ def _(x: torch.Tensor) -> torch.Tensor:
 
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
     """The launch of the CUDA path per dtype (the tile does not depend on the shape), as a call of the host
-    code on a shape-only ("meta") tensor; `pytest --cuda-arch` compiles it for real GPUs."""
+    code; `pytest --cuda-arch` records the launch without running it and compiles it for real GPUs. The
+    tensor is an uninitialised CPU one: wrap_triton launches nothing for shape-only ("meta") tensors."""
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
-        x = torch.empty(256, 2 * 14336, dtype=dtype, device="meta")
+        x = torch.empty(256, 2 * 14336, dtype=dtype)
         yield "256 tokens x 14336", dtype, lambda x=x: _silu_and_mul(x)
