@@ -299,6 +299,11 @@ def declared_launches(module: Any, recorder: LaunchRecorder) -> list[Launch]:
     for case, dtype, call in getattr(module, CONFIGS_FUNCTION)():
         with recorder.capture(dry_run=True) as made, _cuda_host_path():
             call()
+        if not made:
+            raise RuntimeError(
+                f"{module.__name__}.{CONFIGS_FUNCTION}(): {case!r} ({dtype}) launched no Triton kernel; each entry's "
+                "call must reach a launch (wrap_triton, for one, launches nothing for meta tensors)"
+            )
         dtype_name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else str(dtype)
         launches.extend(Launch(m.module, m.kernel, m.args, m.kwargs, case=case, dtype=dtype_name) for m in made)
     return launches
