@@ -6,11 +6,12 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
-from vllm_scaffold_testing.cuda_compile import ARCHS, CompileResult, parse_archs
+from vllm_scaffold_testing.cuda_compile import ARCHS, CompileResult, LaunchRecorder, declared_launches, parse_archs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cuda_kernels" / "copy_kernels.py"
 
@@ -109,3 +110,12 @@ def test_occupancy_estimate_follows_the_architecture_limits() -> None:
         .problem()
         .startswith("needs 101377 bytes")
     )
+
+
+def test_a_declared_configuration_that_launches_nothing_is_an_error() -> None:
+    import torch
+
+    module = types.ModuleType("configs_without_launches")
+    module.cuda_launch_configs = lambda: iter([("nothing", torch.float16, lambda: None)])  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match=r"'nothing' \(torch.float16\) launched no Triton kernel"):
+        declared_launches(module, LaunchRecorder())
