@@ -330,15 +330,27 @@ def kv_connector_names(ctx: Context) -> list[Finding]:
     if not ctx.vllm.present:
         return []
     in_tree = vllm_facts.in_tree_kv_connectors() - _popped_registry_names(ctx)
-    return [
-        error(
-            "kv-connector-name-taken",
-            call.where,
-            f"'{name}' is already registered in-tree: register_connector raises ValueError in every process",
-            "register under a new name, or select the class with kv_connector_module_path instead",
+    findings = []
+    for call, name in _registered_names_in(ctx, "register_connector", "name", in_tree):
+        caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
+        outcome = (
+            "register_connector raises ValueError, which the plugin catches: vLLM's own connector keeps the name "
+            "and this one is never registered"
+            if caught
+            else "register_connector raises ValueError in every process"
         )
-        for call, name in _registered_names_in(ctx, "register_connector", "name", in_tree)
-    ]
+        findings.append(
+            error(
+                "kv-connector-name-taken",
+                call.where,
+                f"'{name}' is already registered in-tree: {outcome}",
+                "register under a new name, or select the class with kv_connector_module_path instead",
+            )
+        )
+    return findings
+
+
+_VALUE_ERRORS = frozenset({"ValueError", "Exception", "BaseException"})
 
 
 def model_architectures(ctx: Context) -> list[Finding]:

@@ -17,7 +17,7 @@ from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error
 from vllm_scaffold.doctor.guards import ATTRIBUTE_ERRORS, guards
 from vllm_scaffold.doctor.package import Module
-from vllm_scaffold.doctor.source import class_body_names
+from vllm_scaffold.doctor.source import aliases, class_body_names, qualified
 
 
 def _class_names(node: ast.ClassDef) -> tuple[set[str], bool]:
@@ -88,32 +88,82 @@ def vllm_config_fields(source: Path) -> dict[str, str]:
 _DICT_METHODS = {"get", "items", "keys", "values", "update", "pop", "setdefault", "copy"}
 
 
-def _config_variables(module: Module, fields: dict[str, str]) -> set[str]:
-    """Names in the module that hold a VllmConfig field's object: parameters named after the field (without
-    an annotation, or annotated with its class) and variables assigned from `<...>.field`."""
-    held: set[str] = set()
+def _config_variables(module: Module, fields: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(variables, self attributes) of the module that hold a VllmConfig field's object: parameters annotated
+    with vLLM's class (`model_config: ModelConfig` imported from vllm), and names or `self.` attributes
+    assigned from `<...>.field` (`scheduler_config = vllm_config.scheduler_config`). An unannotated parameter
+    could be anything (another framework's model_config) and is not counted."""
+    table = aliases(module)
+    variables: set[str] = set()
+    attributes: set[str] = set()
     for node in module.of_type(ast.arg, ast.Assign):
-        if isinstance(node, ast.arg) and node.arg in fields:
-            annotation = ast.unparse(node.annotation) if node.annotation else ""
-            if not annotation or fields[node.arg] in annotation:
-                held.add(node.arg)
+        if isinstance(node, ast.arg) and node.arg in fields and node.annotation is not None:
+            annotation = node.annotation
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                try:
+                    annotation = ast.parse(annotation.value, mode="eval").body
+                except SyntaxError:
+                    continue
+            names = {qualified(n, table) for n in ast.walk(annotation) if isinstance(n, ast.Name | ast.Attribute)}
+            if any(n and n.startswith("vllm.") and n.endswith("." + fields[node.arg]) for n in names):
+                variables.add(node.arg)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
-            held.update(
-                t.id for t in node.targets if isinstance(t, ast.Name) and t.id in fields and node.value.attr == t.id
-            )
-    return held
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == node.value.attr and target.id in fields:
+                    variables.add(target.id)
+                elif (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and target.attr == node.value.attr
+                    and target.attr in fields
+                ):
+                    attributes.add(target.attr)
+    return variables, attributes
 
 
-def _holds_field(holder: ast.expr, fields: dict[str, str], variables: set[str]) -> str | None:
-    """The VllmConfig field `holder` is: `vllm_config.f` / `self.vllm_config.f` / `self.f`, or a variable
-    that holds one."""
+def _holds_field(holder: ast.expr, fields: dict[str, str], held: tuple[set[str], set[str], set[int]]) -> str | None:
+    """The VllmConfig field `holder` is: `vllm_config.f` (`self.vllm_config.f`), or a variable or `self.`
+    attribute that holds one (assigned from `<...>.f`, or set by a vLLM base class)."""
+    variables, attributes, inherited = held
     if isinstance(holder, ast.Name):
         return holder.id if holder.id in variables else None
     if isinstance(holder, ast.Attribute) and holder.attr in fields:
         owner = holder.value
         name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
-        return holder.attr if name in {"vllm_config", "self"} else None
+        if name == "vllm_config" or (name == "self" and (holder.attr in attributes or id(holder) in inherited)):
+            return holder.attr
     return None
+
+
+def _in_vllm_subclasses(module: Module, fields: dict[str, str]) -> set[int]:
+    """id() of every `self.<field>` inside a class derived from a vLLM class (a model runner, a worker): its
+    vLLM base sets those attributes from the VllmConfig, unless the class assigns them itself."""
+    table = aliases(module)
+    found: set[int] = set()
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]  # Base[T] too
+        if not any((qualified(b, table) or "").startswith("vllm.") for b in bases):
+            continue
+        own = {
+            t.attr
+            for n in ast.walk(node)
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        }
+        found.update(
+            id(n)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+            and n.attr in fields
+            and n.attr not in own
+        )
+    return found
 
 
 def config_attributes(ctx: Context) -> list[Finding]:
@@ -126,11 +176,11 @@ def config_attributes(ctx: Context) -> list[Finding]:
     findings = []
     for module in ctx.package.parsed():
         guarded = guards(module, catching=ATTRIBUTE_ERRORS)
-        variables = _config_variables(module, fields)
+        held = (*_config_variables(module, fields), _in_vllm_subclasses(module, fields))
         for node in module.of_type(ast.Attribute):
             if not isinstance(node.ctx, ast.Load) or id(node) in guarded:  # type: ignore[attr-defined]
                 continue
-            field = _holds_field(node.value, fields, variables)
+            field = _holds_field(node.value, fields, held)
             if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):
                 continue
             known = classes.get(fields[field])
