@@ -46,6 +46,11 @@ VARIANTS: dict[str, tuple[torch._ops.OpOverload, Callable[..., object], Callable
 }
 
 
+def test_traffic_matches_a_hand_count() -> None:
+    """2 tokens, d = 3, bf16: reads 2 x 6 and writes 2 x 3 elements of 2 bytes; 5 FLOPs per output element."""
+    assert kernel.traffic(2, 3, torch.bfloat16) == ((12 + 6) * 2, 6 * 5)
+
+
 def assert_close(actual: object, expected: object, dtype: torch.dtype) -> None:
     atol, rtol = TOLERANCES[dtype]
     torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol)

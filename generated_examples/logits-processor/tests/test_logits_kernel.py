@@ -8,7 +8,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from my_lp.logits.kernel import mask_to_allowed, mask_to_allowed_torch, mask_to_allowed_triton
+from my_lp.logits.kernel import (
+    mask_to_allowed,
+    mask_to_allowed_torch,
+    mask_to_allowed_triton,
+    traffic,
+)
 
 NO_TARGET = -1
 # Allowed ids per selected row, padded with NO_TARGET.
@@ -103,3 +108,9 @@ def test_triton_matches_torch_on_cuda(dtype: torch.dtype, shape: tuple[int, int]
     # Masking copies or overwrites values, it never computes: every dtype must match exactly.
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
     assert torch.isfinite(out[rows[allowed[:, 0] >= 0]]).sum() > 0
+
+
+def test_traffic_matches_a_hand_count() -> None:
+    """2 rows of a 10-token vocabulary, 3 allowed ids each, fp16: 2 x 7 logits of 2 bytes written, and
+    2 x (1 row index + 3 ids) int64 values of 8 bytes read; no FLOPs."""
+    assert traffic(2, 10, 3, torch.float16) == (2 * 7 * 2 + 2 * 4 * 8, 0)

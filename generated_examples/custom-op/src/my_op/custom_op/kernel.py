@@ -57,6 +57,12 @@ def _(x: torch.Tensor) -> torch.Tensor:
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
 
 
+def traffic(tokens: int, d: int, dtype: torch.dtype) -> tuple[int, int]:
+    """(bytes, FLOPs) of one call on (tokens, 2 * d) input: reads 2 * d and writes d elements per token;
+    per output element silu(g) * u = g / (1 + exp(-g)) * u is 5 FLOPs (negate, exp, add, divide, multiply)."""
+    return 3 * tokens * d * dtype.itemsize, 5 * tokens * d
+
+
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
     """The launch of the CUDA path per dtype (the tile does not depend on the shape), as a call of the host
     code; `pytest --cuda-arch` records the launch without running it and compiles it for real GPUs. The
