@@ -2,10 +2,12 @@
 
 Run by hand (`python benchmarks/bench_attention.py`); no vLLM process loads it. On CUDA it prints, for
 bfloat16 and the shapes below, decode attention bandwidth (GB/s of KV cache read, and the share of the
-device's peak) and causal prefill TFLOP/s, next to torch's scaled_dot_product_attention on contiguous
+device's peak from a table of known GPUs) and causal prefill TFLOP/s (and its share of the peak), from the
+bytes and FLOPs `kernels.traffic` states, next to torch's scaled_dot_product_attention on contiguous
 tensors and, when vLLM for CUDA is installed, vLLM's own TRITON_ATTN kernel on the same paged cache, all
 measured in this run. Without CUDA it times the kernels under TRITON_INTERPRET=1 on a tiny shape: those
-numbers only show that the kernels run, not how fast they are.
+numbers only show that the kernels run, not how fast they are; it then prints the time the CUDA shapes would
+take at an H200's peak, a roofline model from `kernels.traffic`, not a measurement.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -30,6 +33,63 @@ from my_attn.attention import kernels  # noqa: E402
 DECODE = dict(batch=64, context=4096, num_heads=32, num_kv_heads=8, head_size=128)
 PREFILL = dict(batch=4, context=2048, num_heads=32, num_kv_heads=8, head_size=128)
 BLOCK_SIZE = 16
+
+
+class Peak(NamedTuple):
+    """A GPU's datasheet peaks: HBM bandwidth and dense (no sparsity) tensor-core throughput."""
+
+    gbps: float
+    fp16_tflops: float  # fp16/bf16 inputs
+    int8_tops: float
+
+
+# Matched in order as substrings of torch.cuda.get_device_name(): longer names before their prefixes.
+PEAKS = {
+    "H200": Peak(4800, 989, 1979),
+    "H100 PCIe": Peak(2000, 756, 1513),
+    "H100": Peak(3350, 989, 1979),
+    "B200": Peak(8000, 2250, 4500),
+    "A100": Peak(2039, 312, 624),  # 80 GB; the 40 GB part has 1555 GB/s
+    "L40S": Peak(864, 362, 733),
+    "L4": Peak(300, 121, 242),
+}
+H200 = PEAKS["H200"]
+
+
+def device_peak(name: str) -> Peak | None:
+    """The peaks of the GPU called `name`, or None for a GPU the table does not know."""
+    return next((peak for key, peak in PEAKS.items() if key in name), None)
+
+
+def peak_seconds(bytes_moved: int, flops: int, peak: Peak, int8: bool = False) -> tuple[float, bool]:
+    """Roofline time at `peak`: the slower of moving the bytes and doing the FLOPs; and whether memory is."""
+    memory = bytes_moved / (peak.gbps * 1e9)
+    compute = flops / ((peak.int8_tops if int8 else peak.fp16_tflops) * 1e12)
+    return max(memory, compute), memory >= compute
+
+
+def achieved(bytes_moved: int, flops: int, seconds: float, peak: Peak | None, int8: bool = False) -> str:
+    """The measured rate of the bounding resource and its share of `peak` if known: '3.9e+03 GB/s, 81% of
+    peak'."""
+    memory_bound = peak_seconds(bytes_moved, flops, peak or H200, int8)[1]
+    if memory_bound:
+        rate, unit, ceiling = bytes_moved / seconds / 1e9, "GB/s", peak and peak.gbps
+    else:
+        rate, unit = flops / seconds / 1e12, "TOP/s" if int8 else "TFLOP/s"
+        ceiling = peak and (peak.int8_tops if int8 else peak.fp16_tflops)
+    share = f", {100 * rate / ceiling:.0f}% of peak" if ceiling else ""
+    return f"{rate:.3g} {unit}{share}"
+
+
+def h200_model(bytes_moved: int, flops: int, int8: bool = False) -> str:
+    """Expected time at an H200's peak: a model from the kernel's traffic, not a measurement."""
+    seconds, memory_bound = peak_seconds(bytes_moved, flops, H200, int8)
+    return f"{seconds * 1e6:.3g} us ({'memory' if memory_bound else 'compute'}-bound)"
+
+
+H200_MODEL_NOTE = (
+    "# H200 model, not a measurement: roofline time at 4.8 TB/s HBM, 989 TFLOP/s fp16/bf16, 1979 TOP/s int8"
+)
 
 
 def paged_batch(
@@ -118,46 +178,36 @@ def vllm_ms(run: Callable[[], object] | str) -> float | str:
         return f"not measured ({type(error).__name__}: {error})"
 
 
-def peak_bandwidth_gbs() -> float:
-    """The device's peak DRAM bandwidth from its memory clock and bus width (0 when torch does not say)."""
-    props = torch.cuda.get_device_properties(0)
-    clock_khz = getattr(props, "memory_clock_rate", 0)
-    bus_bits = getattr(props, "memory_bus_width", 0)
-    return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
-
-
-def report(label: str, ms: float | str, amount: float, unit: str, peak: float = 0.0) -> None:
+def report(label: str, ms: float | str, traffic: tuple[int, int], peak: Peak | None) -> None:
     if isinstance(ms, str):
         print(f"  {label:<28} {ms}")
         return
-    rate = amount / (ms * 1e-3)
-    share = f"  ({100 * rate / peak:.0f}% of peak {peak:.0f} {unit})" if peak else ""
-    print(f"  {label:<28} {ms:8.3f} ms  {rate:9.1f} {unit}{share}")
+    print(f"  {label:<28} {ms:8.3f} ms  {achieved(*traffic, ms * 1e-3, peak)}")
 
 
 def bench_cuda() -> None:
     dtype = torch.bfloat16
-    print(f"device: {torch.cuda.get_device_name(0)}, dtype bfloat16, block size {BLOCK_SIZE}")
+    device = torch.cuda.get_device_name(0)
+    peak = device_peak(device)
+    peak_text = f"peak {peak.gbps:.0f} GB/s, {peak.fp16_tflops:.0f} TFLOP/s" if peak else "unknown GPU"
+    print(f"device: {device} ({peak_text}), dtype bfloat16, block size {BLOCK_SIZE}")
 
     shape = DECODE
     tensors = paged_batch(query_len=1, dtype=dtype, device="cuda", **shape)
-    kv_bytes = 2 * shape["batch"] * shape["context"] * shape["num_kv_heads"] * shape["head_size"] * 2
-    print(f"decode: {shape}; GB/s of KV cache read")
-    peak = peak_bandwidth_gbs()
-    report("CUSTOM (Triton)", cuda_ms(ours(tensors, 1)), kv_bytes / 1e9, "GB/s", peak)
-    sdpa_ms = cuda_ms(sdpa(query_len=1, dtype=dtype, **shape))
-    report("scaled_dot_product_attention", sdpa_ms, kv_bytes / 1e9, "GB/s", peak)
-    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, 1)), kv_bytes / 1e9, "GB/s", peak)
+    traffic = kernels.traffic(query_len=1, dtype=dtype, **shape)
+    print(f"decode: {shape}")
+    report("CUSTOM (Triton)", cuda_ms(ours(tensors, 1)), traffic, peak)
+    report("scaled_dot_product_attention", cuda_ms(sdpa(query_len=1, dtype=dtype, **shape)), traffic, peak)
+    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, 1)), traffic, peak)
 
     shape = PREFILL
     tensors = paged_batch(query_len=shape["context"], dtype=dtype, device="cuda", **shape)
-    # Causal: half of the QK^T and PV products, 2 FLOPs per multiply-add.
-    flops = 2 * 2 * shape["batch"] * shape["num_heads"] * shape["context"] ** 2 * shape["head_size"] / 2
-    print(f"prefill: {shape}; causal TFLOP/s")
-    report("CUSTOM (Triton)", cuda_ms(ours(tensors, shape["context"])), flops / 1e12, "TFLOP/s")
+    traffic = kernels.traffic(query_len=shape["context"], dtype=dtype, **shape)
+    print(f"prefill: {shape}, causal")
+    report("CUSTOM (Triton)", cuda_ms(ours(tensors, shape["context"])), traffic, peak)
     report("scaled_dot_product_attention", cuda_ms(sdpa(query_len=shape["context"], dtype=dtype, **shape)),
-           flops / 1e12, "TFLOP/s")  # fmt: skip
-    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, shape["context"])), flops / 1e12, "TFLOP/s")
+           traffic, peak)  # fmt: skip
+    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, shape["context"])), traffic, peak)
 
 
 def bench_interpreter() -> None:
@@ -171,6 +221,12 @@ def bench_interpreter() -> None:
         run()
         elapsed_ms = 1e3 * (time.perf_counter() - start)
         print(f"  {label}: batch 4, context {context}, query {query_len}: {elapsed_ms:.1f} ms")
+    print(f"{H200_MODEL_NOTE}; bfloat16")
+    for label, shape, query_len in (("decode", DECODE, 1), ("prefill", PREFILL, PREFILL["context"])):
+        moved, flops = kernels.traffic(query_len=query_len, dtype=torch.bfloat16, **shape)
+        print(
+            f"  {label}: {shape}: {moved / 1e6:.4g} MB, {flops / 1e9:.4g} GFLOP, {h200_model(moved, flops)}"
+        )
 
 
 if __name__ == "__main__":

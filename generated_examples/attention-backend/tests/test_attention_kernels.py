@@ -248,3 +248,10 @@ def test_write_kv_cache_on_cuda(dtype: torch.dtype):
     reference.write_kv_cache(key, value, expected, slots)
     kernels.write_kv_cache(key, value, actual, slots)
     torch.testing.assert_close(actual, expected, atol=0, rtol=0)
+
+
+def test_traffic_matches_a_hand_count() -> None:
+    """1 request, context 4, the last 2 tokens queries, 2 query heads on 1 KV head of size 8, fp16: K and V of
+    4 tokens (2 x 4 x 8 x 2 bytes), queries read and output written (2 x 2 x 2 x 8 x 2 bytes); the queries
+    attend 3 and 4 keys, 7 pairs x 2 heads x 8 x (2 + 2) FLOPs."""
+    assert kernels.traffic(1, 4, 2, 2, 1, 8, torch.float16) == (128 + 128, 7 * 2 * 8 * 4)

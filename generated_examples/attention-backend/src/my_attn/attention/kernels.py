@@ -559,6 +559,25 @@ def paged_attention(
 CUDA_HEAD_SHAPES: tuple[tuple[int, int, int], ...] = ((8, 8, 64), (32, 8, 128), (16, 4, 96))
 
 
+def traffic(
+    batch: int,
+    context: int,
+    query_len: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_size: int,
+    dtype: torch.dtype,
+) -> tuple[int, int]:
+    """(bytes, FLOPs) of `paged_attention` on `batch` requests of `context` tokens whose last `query_len` are
+    queries, causal, no sliding window: the K and V of every cached token read once per KV head, the queries
+    read and the output written (the block table, sequence metadata and split-K partials are left out). A
+    query at position p attends p + 1 keys; QK^T and PV are 2 FLOPs per multiply-add each."""
+    kv_bytes = 2 * batch * context * num_kv_heads * head_size * dtype.itemsize
+    query_bytes = 2 * batch * query_len * num_heads * head_size * dtype.itemsize
+    pairs = query_len * (context - query_len) + query_len * (query_len + 1) // 2
+    return kv_bytes + query_bytes, 4 * batch * num_heads * head_size * pairs
+
+
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], object]]]:
     """Each dtype x head shape as calls of the host code on shape-only ("meta") tensors (case, dtype, call): a
     cache write, a mixed batch (prefill and single-program decode) and a split decode batch. The test
