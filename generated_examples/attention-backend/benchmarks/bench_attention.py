@@ -69,8 +69,8 @@ def peak_seconds(bytes_moved: int, flops: int, peak: Peak, int8: bool = False) -
 
 
 def achieved(bytes_moved: int, flops: int, seconds: float, peak: Peak | None, int8: bool = False) -> str:
-    """The measured rate of the bounding resource and its share of `peak` if known: '3.9e+03 GB/s, 81% of
-    peak'."""
+    """The measured rate of the bounding resource and its share of `peak` if known,
+    e.g. '812 GB/s, 17% of peak'."""
     memory_bound = peak_seconds(bytes_moved, flops, peak or H200, int8)[1]
     if memory_bound:
         rate, unit, ceiling = bytes_moved / seconds / 1e9, "GB/s", peak and peak.gbps
@@ -224,9 +224,8 @@ def bench_interpreter() -> None:
     print(f"{H200_MODEL_NOTE}; bfloat16")
     for label, shape, query_len in (("decode", DECODE, 1), ("prefill", PREFILL, PREFILL["context"])):
         moved, flops = kernels.traffic(query_len=query_len, dtype=torch.bfloat16, **shape)
-        print(
-            f"  {label}: {shape}: {moved / 1e6:.4g} MB, {flops / 1e9:.4g} GFLOP, {h200_model(moved, flops)}"
-        )
+        amounts = f"{moved / 1e6:.4g} MB, {flops / 1e9:.4g} GFLOP"
+        print(f"  {label}: {shape}: {amounts}, {h200_model(moved, flops)}")
 
 
 if __name__ == "__main__":

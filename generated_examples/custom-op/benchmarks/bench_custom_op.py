@@ -7,12 +7,11 @@ Run by hand; vLLM never loads it:
 On CUDA: for token counts 1, 64 and 4096 and hidden sizes 4096 and 14336 it times each op with
 triton.testing.do_bench and prints GB/s (bytes the op must read and write, from kernel.traffic, / time)
 and the share of the device's peak (from a table of known GPUs, or --peak-gbps). The baseline is the in-tree
-op as an enabled vLLM CustomOp runs it (forward_cuda) when vLLM is installed, else the eager PyTorch reference
-(forward_native's math).
-Every row first checks the Triton op against the PyTorch reference. On CPU the kernel runs in the Triton
-interpreter (TRITON_INTERPRET=1 is set here): the table then uses small shapes and only shows that the op runs
-and agrees, nothing about the kernel's speed; a second table models the CUDA shapes' time at an H200's peak
-from the kernel's traffic (bytes and FLOPs).
+op as an enabled vLLM CustomOp runs it (forward_cuda) when vLLM is installed, else the eager PyTorch
+reference (forward_native's math). Every row first checks the Triton op against the PyTorch reference.
+On CPU the kernel runs in the Triton interpreter (TRITON_INTERPRET=1 is set here): the table then uses small
+shapes and only shows that the op runs and agrees, nothing about the kernel's speed; a second table models
+the CUDA shapes' time at an H200's peak from the kernel's traffic (bytes and FLOPs).
 """
 
 from __future__ import annotations
@@ -84,8 +83,8 @@ def peak_seconds(bytes_moved: int, flops: int, peak: Peak, int8: bool = False) -
 
 
 def achieved(bytes_moved: int, flops: int, seconds: float, peak: Peak | None, int8: bool = False) -> str:
-    """The measured rate of the bounding resource and its share of `peak` if known: '3.9e+03 GB/s, 81% of
-    peak'."""
+    """The measured rate of the bounding resource and its share of `peak` if known,
+    e.g. '812 GB/s, 17% of peak'."""
     memory_bound = peak_seconds(bytes_moved, flops, peak or H200, int8)[1]
     if memory_bound:
         rate, unit, ceiling = bytes_moved / seconds / 1e9, "GB/s", peak and peak.gbps
@@ -162,9 +161,7 @@ def main() -> None:
     )
     dtypes = ["float32", "float16", "bfloat16"]
     parser.add_argument("--dtype", default="bfloat16" if CUDA else "float32", choices=dtypes)
-    parser.add_argument(
-        "--peak-gbps", type=float, help="peak memory bandwidth (default: the known-GPU table)"
-    )
+    parser.add_argument("--peak-gbps", type=float, help="peak memory GB/s (default: known-GPU table)")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
     with_vllm = vllm_available()

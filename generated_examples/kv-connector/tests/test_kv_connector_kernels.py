@@ -109,3 +109,9 @@ def test_auto_backend_uses_triton_on_cuda_and_matches(dtype: torch.dtype) -> Non
     assert kernels.triton_usable(torch.empty(1, device="cuda"))
     run_cases((512, 8, 16, 256, "BNHC"), dtype, "auto", device="cuda")
     run_cases((64, 4, 32, 128, "BHNC"), dtype, "triton", device="cuda")
+
+
+def test_traffic_matches_a_hand_count() -> None:
+    """3 tokens x 2 heads x 4 content elements of bf16 (2 bytes), read and written: 2 x 24 x 2 bytes, plus
+    3 int64 slots; a copy does no FLOPs."""
+    assert kernels.traffic(3, 2, 4, torch.bfloat16) == (2 * 24 * 2 + 3 * 8, 0)

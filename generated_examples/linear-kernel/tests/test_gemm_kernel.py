@@ -16,6 +16,7 @@ from my_k.gemm.kernel import (
     quantize_per_tensor,
     quantize_per_token,
     select_backend,
+    traffic,
     triton_int8_scaled_mm,
 )
 
@@ -117,3 +118,12 @@ def test_triton_matches_reference_on_cuda(m: int, n: int, k: int, dtype: torch.d
     a_q, w_q, scale_a, scale_w, b = make_case(m, n, k, "cuda", dtype)
     out = int8_scaled_mm(a_q, w_q, scale_a, scale_w, b, dtype, backend="triton")
     assert_close(out, reference(a_q, w_q, scale_a, scale_w, b), dtype)
+
+
+@pytest.mark.parametrize(
+    ("bias", "expected"), [(False, (10 + 15 + 20 + 12, 72)), (True, (10 + 15 + 20 + 18, 78))]
+)
+def test_traffic_matches_a_hand_count(bias: bool, expected: tuple[int, int]) -> None:
+    """M=2, N=3, K=5, fp16 out: a_q 10 and w_q 15 bytes, 2 + 3 float32 scales, y 6 x 2 bytes (+ 3 fp16
+    biases); 2 x 2 x 3 x 5 ops of products, 2 scale multiplies (+ 1 bias add) for each of the 6 outputs."""
+    assert traffic(2, 3, 5, torch.float16, bias=bias) == expected

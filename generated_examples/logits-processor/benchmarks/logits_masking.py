@@ -65,8 +65,8 @@ def peak_seconds(bytes_moved: int, flops: int, peak: Peak, int8: bool = False) -
 
 
 def achieved(bytes_moved: int, flops: int, seconds: float, peak: Peak | None, int8: bool = False) -> str:
-    """The measured rate of the bounding resource and its share of `peak` if known: '3.9e+03 GB/s, 81% of
-    peak'."""
+    """The measured rate of the bounding resource and its share of `peak` if known,
+    e.g. '812 GB/s, 17% of peak'."""
     memory_bound = peak_seconds(bytes_moved, flops, peak or H200, int8)[1]
     if memory_bound:
         rate, unit, ceiling = bytes_moved / seconds / 1e9, "GB/s", peak and peak.gbps

@@ -15,6 +15,7 @@ from my_q.quant.kernel import (
     int8_weight_only_linear,
     quantize_per_channel,
     select_backend,
+    traffic,
     triton_int8_weight_only_gemm,
 )
 
@@ -102,3 +103,10 @@ def test_triton_matches_reference_on_cuda(m: int, n: int, k: int, dtype: torch.d
     x, weight_q, scale, b = make_case(m, n, k, dtype, "cuda", True)
     out = int8_weight_only_linear(x, weight_q, scale, b, backend="triton")
     assert_close(out, reference(x, weight_q, scale, b), dtype)
+
+
+@pytest.mark.parametrize(("bias", "expected"), [(False, (32 + 15 + 12, 66)), (True, (32 + 15 + 12 + 6, 72))])
+def test_traffic_matches_a_hand_count(bias: bool, expected: tuple[int, int]) -> None:
+    """M=2, N=3, K=5, fp16: x 10 and y 6 elements of 2 bytes, 15 weight bytes, 3 float32 scales (+ 3 fp16
+    biases); 2 x 2 x 3 x 5 FLOPs of products, 6 scale multiplies (+ 6 bias adds)."""
+    assert traffic(2, 3, 5, torch.float16, bias=bias) == expected

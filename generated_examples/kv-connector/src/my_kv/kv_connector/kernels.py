@@ -174,6 +174,15 @@ if triton is not None:
             tl.store(cache_ptr + cache_offsets, values, mask=mask)
 
 
+def traffic(
+    num_tokens: int, num_heads: int, content: int, dtype: torch.dtype, slot_dtype: torch.dtype = torch.int64
+) -> tuple[int, int]:
+    """(bytes, FLOPs) of one `gather_slots` or `scatter_slots` of `num_tokens` tokens, none padding: every
+    element of [num_tokens, num_heads, content] read once and written once, and each token's slot read once.
+    A copy does no arithmetic: 0 FLOPs, so it is bound by memory."""
+    return 2 * num_tokens * num_heads * content * dtype.itemsize + num_tokens * slot_dtype.itemsize, 0
+
+
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], None]]]:
     """The gather and the scatter of the CUDA path per cache dtype (the tile does not depend on the shape), as
     calls of the host code on shape-only ("meta") tensors; `pytest --cuda-arch` compiles them for GPUs."""

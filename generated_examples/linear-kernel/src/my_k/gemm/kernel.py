@@ -255,6 +255,14 @@ def int8_scaled_mm(
     return torch_int8_scaled_mm(a_q, w_q, scale_a, scale_w, bias, out_dtype)
 
 
+def traffic(m: int, n: int, k: int, out_dtype: torch.dtype, bias: bool = False) -> tuple[int, int]:
+    """(bytes, integer and float ops) of one `int8_scaled_mm`: a_q [M, K] and w_q [N, K] int8, their float32
+    scales and the bias read once, y [M, N] written in `out_dtype`; 2 ops per int8 multiply-add, plus the two
+    scales (and the bias add) per output element. Tiles re-read from L2 are not counted."""
+    moved = m * k + n * k + 4 * (m + n) + (m * n + (n if bias else 0)) * out_dtype.itemsize
+    return moved, 2 * m * n * k + (3 if bias else 2) * m * n
+
+
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
     """Each tile configuration of the CUDA path x output dtype, as a call of the host code on shape-only
     tensors (case, dtype, call); the test harness records the launch each call makes and compiles it."""

@@ -99,10 +99,9 @@ def mask_to_allowed(logits: torch.Tensor, rows: torch.Tensor, allowed: torch.Ten
 
 def traffic(num_selected: int, vocab_size: int, num_allowed: int, dtype: torch.dtype) -> tuple[int, int]:
     """(bytes, FLOPs) of one call on `num_selected` rows, none skipped, each allowing `num_allowed` distinct
-    ids
-    of the vocabulary, with int64 `rows` and `allowed`: each row's other vocab_size - num_allowed logits are
-    written (-inf, never read) and its row index and allowed ids read once. The kernel only compares integers:
-    0 FLOPs, so it is bound by memory."""
+    ids of the vocabulary, with int64 `rows` and `allowed`: each row's other vocab_size - num_allowed logits
+    are written (-inf, never read) and its row index and allowed ids read once. The kernel only compares
+    integers: 0 FLOPs, so it is bound by memory."""
     written = num_selected * (vocab_size - num_allowed) * dtype.itemsize
     return written + num_selected * (1 + num_allowed) * torch.int64.itemsize, 0
 

@@ -256,6 +256,14 @@ def int8_weight_only_linear(
     return out.reshape(*x.shape[:-1], w_q.shape[0])
 
 
+def traffic(m: int, n: int, k: int, dtype: torch.dtype, bias: bool = False) -> tuple[int, int]:
+    """(bytes, FLOPs) of one `int8_weight_only_linear` on x [M, K] of `dtype`: x, the int8 weight [N, K], its
+    float32 scales and the bias read once, y [M, N] written; 2 FLOPs per multiply-add, plus the scale (and the
+    bias add) per output element. Tiles that re-read x or the weight from L2 are not counted."""
+    moved = (m * k + m * n + (n if bias else 0)) * dtype.itemsize + n * k + 4 * n
+    return moved, 2 * m * n * k + (2 if bias else 1) * m * n
+
+
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], torch.Tensor]]]:
     """Each tile configuration of the CUDA path x activation dtype, as a call of the host code on shape-only
     tensors (case, dtype, call); the test harness records the launch each call makes and compiles it."""
