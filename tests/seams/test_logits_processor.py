@@ -15,7 +15,7 @@ from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, s
     [
         ("param_name=Target-Token", "is not a valid parameter name: use lower-case letters"),
         ("param_name=1st", "is not a valid parameter name"),
-        ("param_type=float", "Invalid choice for 'param_type'"),
+        ("param_type=float", "param_type takes one of int, list[int], got 'float'"),
     ],
 )
 def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:

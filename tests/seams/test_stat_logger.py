@@ -15,7 +15,7 @@ from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, s
         ("path_env=stats_file", "must be an upper-case environment variable name such as HOST_USAGE_FILE"),
         ("path_env=VLLM_STATS_FILE", "is in vLLM's own VLLM_ namespace"),
         ("default_path= ", "default_path must not be empty"),
-        ('default_path=a"b.jsonl', "contains a quote, a backslash or a line break"),
+        ('default_path=a"b.jsonl', "default_path takes text without a double quote"),
     ],
 )
 def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
