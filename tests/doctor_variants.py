@@ -58,6 +58,41 @@ def write(name: str, variant: Variant, dest: Path) -> Path:
 
 # Patterns that must not be reported (beyond `also`).
 CLEAN: dict[str, Variant] = {
+    "vllm-names-shadowed-or-set": Variant(
+        {
+            "plugin.py": '''
+            """Reads vLLM names only where they exist: a parameter shadowing an imported module, a set attribute,
+            a dunder every module has, a keyword-only argument vLLM passes by name."""
+            import torch
+            import vllm.envs as envs
+            from vllm.model_executor.layers.fused_moe import layer
+            from vllm.model_executor.models.interfaces import SupportsPP
+
+
+            def weights(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+                return layer.w13_weight, layer.w2_weight
+
+
+            def mark_patched() -> None:
+                layer.fx_patched = True
+
+
+            def settings() -> list[str]:
+                return sorted(envs.__dict__)
+
+
+            class FxModel(torch.nn.Module, SupportsPP):
+                def forward(
+                    self, input_ids: torch.Tensor, positions: torch.Tensor, intermediate_tensors: object
+                ) -> torch.Tensor:
+                    return input_ids
+
+
+            def register() -> None:
+                """Nothing to register."""
+            '''
+        }
+    ),
     "type-checking-import": Variant(
         {
             "plugin.py": '''
@@ -324,6 +359,12 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "async_scheduling = True",
         "scheduler-not-async",
     ),
+    "vllm-names-shadowed-or-set": (
+        "plugin.py",
+        "def weights(layer: torch.nn.Module)",
+        "def weights(module: torch.nn.Module)",
+        "vllm-attribute-missing",
+    ),
     "suppressed-on-the-line": ("plugin.py", "# doctor: ignore[model-shadows-in-tree]", "", "model-shadows-in-tree"),
 }
 
@@ -355,6 +396,39 @@ BROKEN["vllm-config-attribute-missing"] = Variant(
                 except AttributeError:
                     steps = 1
                 cls.steps = steps
+        '''
+    }
+)
+
+BROKEN["vllm-override-signature"] = Variant(
+    {
+        "platform.py": '''
+        """The Fx platform, written against an older vLLM's selector."""
+        from vllm.platforms.interface import Platform, PlatformEnum
+
+
+        class FxPlatform(Platform):
+            _enum = PlatformEnum.OOT
+            device_name = "fx"
+
+            @classmethod
+            def get_attn_backend_cls(
+                cls, selected_backend, head_size, dtype, kv_cache_dtype, block_size, use_mla, has_sink
+            ) -> str:
+                return "fx_vllm_override_signature.attention.FxBackend"
+        '''
+    }
+)
+BROKEN["vllm-attribute-missing"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin, still asking for the V1 engine switch."""
+        import vllm.envs as envs
+
+
+        def register() -> None:
+            if not envs.VLLM_USE_V1:
+                raise RuntimeError("the Fx plugin needs the V1 engine")
         '''
     }
 )

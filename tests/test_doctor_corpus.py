@@ -7,7 +7,7 @@ $VLLM_SCAFFOLD_CACHE/doctor-corpus (the system temp directory by default), once,
 with pip's reason when the registry cannot be reached.
 
 A finding judged false may disappear (the check got more precise); a code no judgement covers, a true
-finding that disappears, or a different count of true findings fails the test.
+finding that disappears, or more findings of a code than judged fails the test.
 """
 
 from __future__ import annotations
@@ -76,14 +76,16 @@ def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyP
     report = diagnose(archive, live=False)
     assert (report.read["modules"], report.read["vllm_entry_points"]) == (plugin["modules"], plugin["entry_points"])
     reported = Counter(f.code for f in report.active)
-    judged = {finding["code"]: finding for finding in plugin.get("finding", [])}
+    # A code may carry two judgements (some of its findings true, others false): the true ones must all be
+    # reported, the false ones may disappear.
+    true, false = Counter[str](), Counter[str]()
+    for finding in plugin.get("finding", []):
+        (true if finding["judged"] == "true" else false)[finding["code"]] += finding["count"]
     summary = "\n".join(f"{f.code} {f.where}: {f.message}" for f in report.active)
-    assert set(reported) <= set(judged), f"findings nobody judged: {set(reported) - set(judged)}\n{summary}"
-    for code, finding in judged.items():
-        if finding["judged"] == "true":
-            assert reported[code] == finding["count"], f"{code}: {reported[code]} reported\n{summary}"
-        else:
-            assert reported[code] <= finding["count"], f"{code}: {reported[code]} reported\n{summary}"
+    unjudged = set(reported) - set(true) - set(false)
+    assert not unjudged, f"findings nobody judged: {unjudged}\n{summary}"
+    for code in set(true) | set(false):
+        assert true[code] <= reported[code] <= true[code] + false[code], f"{code}: {reported[code]} reported\n{summary}"
 
 
 def corpus_table() -> str:

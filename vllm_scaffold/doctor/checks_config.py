@@ -197,3 +197,17 @@ def config_attributes(ctx: Context) -> list[Finding]:
                 )
             )
     return findings
+
+
+# What doctor --vllm checks against any release, that the installed vLLM also answers: overrides vLLM can no
+# longer call, and attributes of vLLM names it no longer has (envs.VLLM_USE_V1).
+RELEASE_CODES = frozenset({"vllm-override-signature", "vllm-attribute-missing"})
+
+
+def installed_release_api(ctx: Context) -> list[Finding]:
+    """doctor --vllm's override-signature and attribute checks, run against the installed vLLM's index."""
+    if not ctx.vllm.present:
+        return []
+    from vllm_scaffold.doctor import installed, releases
+
+    return [f for f in releases.check(ctx.package, installed.facts(), []) if f.code in RELEASE_CODES]

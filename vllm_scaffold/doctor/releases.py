@@ -214,9 +214,12 @@ class ReleaseCheck:
     def attributes(self, module: Module) -> None:
         table = self.tables[module.name]
         inner = {id(n.value) for p in self.places[module.name] if isinstance(n := p.node, ast.Attribute)}
+        shadowed = _shadowed_heads(module)
         for place in self.places[module.name]:
             node = place.node
             if place.guard == "type-checking" or not isinstance(node, ast.Attribute) or id(node) in inner:
+                continue
+            if not isinstance(node.ctx, ast.Load) or id(node) in shadowed:  # setting an attribute never raises
                 continue
             name = qualified(node, table)
             if not name or name.split(".")[0] != "vllm" or not isinstance(_head(node), ast.Name):
@@ -225,7 +228,7 @@ class ReleaseCheck:
                 continue
             missing = self._first_missing(name)
             head = table[_head(node).id]
-            if missing and len(missing) > len(head):
+            if missing and len(missing) > len(head) and not _is_dunder(missing.rsplit(".", 1)[-1]):
                 self.report(
                     "vllm-attribute-missing",
                     place,
@@ -492,6 +495,26 @@ class ReleaseCheck:
                     )
 
 
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")  # every module and class has __dict__, __name__, ...
+
+
+def _shadowed_heads(module: Module) -> set[int]:
+    """Attribute reads inside a function whose head name is that function's parameter or local variable,
+    not the module-level vLLM import of the same name (`layer.w13_weight` with a parameter `layer`)."""
+    shadowed: set[int] = set()
+    for function in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        args = function.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        inside = list(ast.walk(function))
+        local |= {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local -= {name for n in inside if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        shadowed |= {
+            id(n) for n in inside if isinstance(n, ast.Attribute) and getattr(_head(n), "id", None) in local
+        }
+    return shadowed
+
+
 def _head(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Attribute):
         node = node.value
@@ -511,9 +534,9 @@ def _runtime_aliases(module: Module) -> dict[str, str]:
 
 
 def _plugin_signature(stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    from vllm_scaffold.vllm_facts.build import signature
+    from vllm_scaffold.vllm_facts.build import method_signature
 
-    return signature(stmt.args)
+    return method_signature(stmt)  # with @c / @s, as the index writes vLLM's methods
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -557,7 +580,8 @@ def _override_problem(base: Signature, override: Signature) -> str | None:
         return None
     base_bound, mine = base.bound(), override.bound()
     required = [p for p in mine.positional if not p.has_default]
-    if len(required) > len(base_bound.positional):
+    beyond = [p for p in required[len(base_bound.positional) :] if not _passed_by_keyword(base_bound, p.name)]
+    if beyond and not base_bound.varargs:  # a base taking *args passes any; its keyword-only ones fill by name
         return f"it requires {len(required)} positional arguments, vLLM passes at most {len(base_bound.positional)}"
     base_required = [p for p in base_bound.positional if not p.has_default]
     if len(base_required) > len(mine.positional) and not mine.varargs:
@@ -573,6 +597,11 @@ def _override_problem(base: Signature, override: Signature) -> str | None:
         if param.kind == "kwonly" and not param.has_default and base_bound.param(param.name) is None:
             return f"it requires the keyword argument '{param.name}', which vLLM never passes"
     return None
+
+
+def _passed_by_keyword(base: Signature, name: str) -> bool:
+    param = base.param(name)
+    return param is not None and param.kind == "kwonly"
 
 
 def with_tests(package: PluginPackage) -> PluginPackage:

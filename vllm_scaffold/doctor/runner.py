@@ -56,6 +56,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.io_processor_names,
     checks_code.vllm_imports,
     checks_config.config_attributes,
+    checks_config.installed_release_api,
     checks_manifest.components_registered,
     checks_manifest.version_specifiers,
 )

@@ -178,7 +178,7 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
     return names
 
 
-def _method_signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+def method_signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     decorators = set(_decorator_names(node))
     prefix = "@c " if "classmethod" in decorators else "@s " if "staticmethod" in decorators else ""
     if decorators & {"property", "cached_property"}:
@@ -267,7 +267,7 @@ class ModuleReader:
         abstract: list[str] = []
         for stmt in runtime_statements(node.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                methods[stmt.name] = _method_signature(stmt)
+                methods[stmt.name] = method_signature(stmt)
                 if "abstractmethod" in _decorator_names(stmt):
                     abstract.append(stmt.name)
                 if stmt.name == "__init__":
