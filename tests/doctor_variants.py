@@ -377,6 +377,7 @@ def write_contrast(name: str, dest: Path) -> Path:
     assert text in source, f"{name}: {text!r} is not in {file}"
     return write(name, Variant({**variant.files, file: source.replace(text, replacement)}, variant.pyproject), dest)
 
+
 BROKEN["vllm-config-attribute-missing"] = Variant(
     {
         "platform.py": '''

@@ -509,9 +509,7 @@ def _shadowed_heads(module: Module) -> set[int]:
         inside = list(ast.walk(function))
         local |= {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         local -= {name for n in inside if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-        shadowed |= {
-            id(n) for n in inside if isinstance(n, ast.Attribute) and getattr(_head(n), "id", None) in local
-        }
+        shadowed |= {id(n) for n in inside if isinstance(n, ast.Attribute) and getattr(_head(n), "id", None) in local}
     return shadowed
 
 
