@@ -181,6 +181,122 @@ CLEAN: dict[str, Variant] = {
             '''
         }
     ),
+    "override-caller-replaced": Variant(
+        {
+            "kv.py": '''
+            """The Fx KV cache manager: the Fx scheduler asks it for slots with the device's page count."""
+            from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+
+            class FxKVCacheManager(KVCacheManager):
+                def allocate_slots(self, request, num_new_tokens, device_pages):
+                    return super().allocate_slots(request, num_new_tokens, num_lookahead_tokens=device_pages)
+            ''',
+            "scheduler.py": '''
+            """The Fx scheduler: it replaces vLLM's schedule(), the only caller of allocate_slots()."""
+            from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+
+            from fx_override_caller_replaced.kv import FxKVCacheManager
+
+
+            class FxScheduler(AsyncScheduler):
+                kv_cache_manager: FxKVCacheManager
+
+                def schedule(self, throttle_prefills: bool = False):
+                    granted = [r for r in self.waiting if self.kv_cache_manager.allocate_slots(r, r.num_tokens, 1)]
+                    return self.fx_output(granted)
+            ''',
+        }
+    ),
+    "override-called-by-own-runner": Variant(
+        {
+            "proposer.py": '''
+            """The Fx draft proposer: only the Fx model runner calls it, with the device's own batch."""
+            from vllm.v1.spec_decode.eagle import EagleProposer
+
+
+            class FxEagleProposer(EagleProposer):
+                def propose(self, batch, sampling_metadata):
+                    return self.model(batch).argmax(dim=-1)
+            ''',
+            "runner.py": '''
+            """The Fx model runner, which the Fx worker builds in place of vLLM's GPUModelRunner."""
+            from fx_override_called_by_own_runner.proposer import FxEagleProposer
+
+
+            class FxModelRunner:
+                def __init__(self, vllm_config, device) -> None:
+                    self.drafter = FxEagleProposer(vllm_config, device, self)
+
+                def draft(self, batch, sampling_metadata):
+                    return self.drafter.propose(batch, sampling_metadata)
+            ''',
+        }
+    ),
+    "model-built-by-plugin": Variant(
+        {
+            "model.py": '''
+            """A compiled Fx model, run whole by the Fx model runner (it takes the device's packed input)."""
+            import torch
+            from vllm.model_executor.models.interfaces_base import VllmModelForTextGeneration
+
+
+            class FxForCausalLM(torch.nn.Module, VllmModelForTextGeneration):
+                def forward(self, model_input):
+                    return self.compiled(model_input)
+
+                def compute_logits(self, hidden_states, sampling_metadata):
+                    return hidden_states[sampling_metadata.selected_token_indices]
+            ''',
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+
+
+            def register() -> None:
+                """The Fx model runner builds FxForCausalLM itself: vLLM's model registry never holds it."""
+            ''',
+        }
+    ),
+    "override-for-another-release": Variant(
+        {
+            "connector_085.py": '''
+            """The Fx KV connector as vLLM 0.8.5 called it; users of that release select this module by path."""
+            from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1
+
+
+            class FxConnector(KVConnectorBase_V1):
+                def update_state_after_alloc(self, request, num_external_tokens):
+                    self.pending[request.request_id] = num_external_tokens
+            ''',
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+
+
+            def register() -> None:
+                """Nothing to register: users select the connector by module path (kv_connector_module_path)."""
+            ''',
+        }
+    ),
+    "override-as-vllm-own-class": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: registers the Fx build of DeepSeek's multi-token-prediction drafter."""
+            import torch
+            from vllm.model_executor.models.interfaces import SupportsPP
+
+
+            class DeepSeekMTP(torch.nn.Module, SupportsPP):
+                def forward(self, input_ids, positions, hidden_states, intermediate_tensors=None, inputs_embeds=None):
+                    return self.predictor(input_ids, positions, hidden_states)
+
+
+            def register() -> None:
+                from vllm import ModelRegistry
+
+                ModelRegistry.register_model("FxDeepSeekMTPModel", "fx_override_as_vllm_own_class.plugin:DeepSeekMTP")
+            ''',
+        }
+    ),
 }
 
 # Each triggers exactly the code it is named for (plus `also`).
@@ -366,6 +482,22 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "vllm-attribute-missing",
     ),
     "suppressed-on-the-line": ("plugin.py", "# doctor: ignore[model-shadows-in-tree]", "", "model-shadows-in-tree"),
+    "override-caller-replaced": ("scheduler.py", "def schedule(", "def schedule_fx(", "vllm-override-signature"),
+    "override-called-by-own-runner": ("runner.py", "FxModelRunner", "FxDrafting", "vllm-override-signature"),
+    "model-built-by-plugin": (
+        "plugin.py",
+        '"""The Fx model runner builds FxForCausalLM itself: vLLM\'s model registry never holds it."""',
+        "from vllm import ModelRegistry\n\n"
+        '    ModelRegistry.register_model("FxLM", "fx_model_built_by_plugin.model:FxForCausalLM")',
+        "vllm-override-signature",
+    ),
+    "override-for-another-release": (
+        "plugin.py",
+        '"""Nothing to register: users select the connector by module path (kv_connector_module_path)."""',
+        "import fx_override_for_another_release.connector_085",
+        "vllm-override-signature",
+    ),
+    "override-as-vllm-own-class": ("plugin.py", "DeepSeekMTP", "FxDrafter", "vllm-override-signature"),
 }
 
 

@@ -6,8 +6,8 @@ finding is wrong). No plugin code is kept here: each is fetched with `pip downlo
 $VLLM_SCAFFOLD_CACHE/doctor-corpus (the system temp directory by default), once, and the test is skipped
 with pip's reason when the registry cannot be reached.
 
-A finding judged false may disappear (the check got more precise); a code no judgement covers, a true
-finding that disappears, or more findings of a code than judged fails the test.
+The judgements are exact: a code no judgement covers, or a count other than the judged one (true and
+false findings together) fails the test, so a check that gets more precise updates its judgement here.
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyP
     report = diagnose(archive, live=False)
     assert (report.read["modules"], report.read["vllm_entry_points"]) == (plugin["modules"], plugin["entry_points"])
     reported = Counter(f.code for f in report.active)
-    # A code may carry two judgements (some of its findings true, others false): the true ones must all be
-    # reported, the false ones may disappear.
+    # A code may carry two judgements (some of its findings true, others false): together they are its count.
     true, false = Counter[str](), Counter[str]()
     for finding in plugin.get("finding", []):
         (true if finding["judged"] == "true" else false)[finding["code"]] += finding["count"]
@@ -85,7 +84,7 @@ def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyP
     unjudged = set(reported) - set(true) - set(false)
     assert not unjudged, f"findings nobody judged: {unjudged}\n{summary}"
     for code in set(true) | set(false):
-        assert true[code] <= reported[code] <= true[code] + false[code], f"{code}: {reported[code]} reported\n{summary}"
+        assert reported[code] == true[code] + false[code], f"{code}: {reported[code]} reported\n{summary}"
 
 
 def corpus_table() -> str:

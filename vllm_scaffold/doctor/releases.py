@@ -20,9 +20,11 @@ from pathlib import Path
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor import suppress
+from vllm_scaffold.doctor.callers import CallSites
 from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
-from vllm_scaffold.doctor.package import Module, PluginPackage
+from vllm_scaffold.doctor.override_callers import OverrideCallers
+from vllm_scaffold.doctor.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
 
@@ -64,8 +66,20 @@ def _guards_of(handlers: list[ast.ExceptHandler]) -> bool:
 
 
 def _is_version_test(test: ast.expr) -> bool:
-    text = ast.unparse(test)
-    return any(word in text for word in _VERSION_WORDS)
+    """The test names a version, hasattr, getattr or find_spec (in a name, an attribute or a string)."""
+    for node in ast.walk(test):
+        kind = node.__class__
+        if kind is ast.Name:
+            text = node.id
+        elif kind is ast.Attribute:
+            text = node.attr
+        elif kind is ast.Constant and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if any(word in text for word in _VERSION_WORDS):
+            return True
+    return False
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -79,67 +93,86 @@ def _is_type_checking(test: ast.expr) -> bool:
 def _returns_unless(stmt: object) -> bool:
     """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed."""
     return (
-        isinstance(stmt, ast.If)
-        and _is_version_test(stmt.test)
-        and not stmt.orelse
-        and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
+        stmt.__class__ is ast.If
+        and not stmt.orelse  # type: ignore[attr-defined]
+        and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+        and _is_version_test(stmt.test)  # type: ignore[attr-defined]
     )
 
 
-def walk(module: Module) -> Iterator[Place]:
-    """Every node of the module with the guard it runs under; annotations are skipped (never evaluated
-    under `from __future__ import annotations`, and only type checkers read them)."""
+# The nodes the checks read; every other node is only walked through.
+_KEPT = frozenset({ast.Import, ast.ImportFrom, ast.Attribute, ast.Call, ast.Constant})
+# Fields never walked: annotations (never evaluated under `from __future__ import annotations`, and only
+# type checkers read them) and fields that hold no nodes.
+_SKIPPED_FIELDS = frozenset({"annotation", "returns", "ctx", "id", "attr", "arg", "name", "module", "level", "kind"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
-    def visit(node: ast.AST, guard: str | None) -> Iterator[Place]:
-        yield Place(module, node, guard)
-        if isinstance(node, ast.If):
-            if _is_type_checking(node.test):
-                for child in node.body:
-                    yield from visit(child, "type-checking")
-                for child in node.orelse:
-                    yield from visit(child, guard)
-                return
-            inner = guard or ("guarded" if _is_version_test(node.test) else None)
-            yield from visit(node.test, guard)
-            for child in [*node.body, *node.orelse]:
-                yield from visit(child, inner)
-            return
-        if isinstance(node, ast.Try):
-            inner = guard or ("guarded" if _guards_of(node.handlers) else None)
-            for child in node.body:
-                yield from visit(child, inner)
-            for child in [*node.handlers, *node.orelse, *node.finalbody]:
-                yield from visit(child, guard)
-            return
-        for name, value in ast.iter_fields(node):
-            if name in {"annotation", "returns"}:
+
+def walk(module: Module) -> list[Place]:
+    """Every import, attribute, call and constant of the module, in source order, with the guard it runs
+    under. Memoised on the module: the checks of one release and the installed vLLM's share it."""
+    if "release-places" in module.memo:
+        return module.memo["release-places"]  # type: ignore[return-value]
+    found: list[Place] = []
+    stack: list[tuple[ast.AST, str | None]] = [(module.tree, None)] if module.tree is not None else []
+    while stack:
+        node, guard = stack.pop()
+        kind = node.__class__
+        if kind in _KEPT:
+            found.append(Place(module, node, guard))
+            if kind is ast.Constant:
                 continue
-            children = value if isinstance(value, list) else [value]
-            current = guard
-            for child in children:
-                if isinstance(child, ast.AST):
-                    yield from visit(child, current)
-                if _returns_unless(child):
-                    current = current or "guarded"  # `if not hasattr(...): return` guards what follows
-
-    if module.tree is not None:
-        yield from visit(module.tree, None)
+        pending: list[tuple[ast.AST, str | None]] = []
+        if kind is ast.If:
+            if _is_type_checking(node.test):  # type: ignore[attr-defined]
+                pending += [(c, "type-checking") for c in node.body]  # type: ignore[attr-defined]
+                pending += [(c, guard) for c in node.orelse]  # type: ignore[attr-defined]
+            else:
+                inner = guard or ("guarded" if _is_version_test(node.test) else None)  # type: ignore[attr-defined]
+                pending.append((node.test, guard))  # type: ignore[attr-defined]
+                pending += [(c, inner) for c in [*node.body, *node.orelse]]  # type: ignore[attr-defined]
+        elif kind is ast.Try:
+            inner = guard or ("guarded" if _guards_of(node.handlers) else None)  # type: ignore[attr-defined]
+            pending += [(c, inner) for c in node.body]  # type: ignore[attr-defined]
+            rest = [*node.handlers, *node.orelse, *node.finalbody]  # type: ignore[attr-defined]
+            pending += [(c, guard) for c in rest]
+        else:
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+            for field in fields:
+                value = getattr(node, field, None)
+                if value.__class__ is list:
+                    current = guard
+                    for child in value:
+                        if isinstance(child, ast.AST):
+                            pending.append((child, current))
+                            if _returns_unless(child):
+                                current = current or "guarded"  # `if not hasattr(...): return` guards what follows
+                elif isinstance(value, ast.AST):
+                    pending.append((value, guard))
+        stack.extend(reversed(pending))
+    module.memo["release-places"] = found
+    return found
 
 
 class ReleaseCheck:
     """Every check of one plugin package against one release; `others` are the other indexed releases, to
     tell an override of a removed member from a method of the plugin's own."""
 
-    def __init__(self, package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex]) -> None:
+    def __init__(
+        self, package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+    ) -> None:
         self.package = package
         self.index = index
         unique = {o.version: o for o in others if o.version != index.version}
         self.others = sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)  # newest first
         self.findings: list[Finding] = []
-        self.places = {name: list(walk(module)) for name, module in self._modules()}
-        self.tables = {name: _runtime_aliases(module) for name, module in self._modules()}
+        self.places = {name: walk(module) for name, module in self._modules()}
+        self.tables = {name: _runtime_aliases(module, self.places[name]) for name, module in self._modules()}
         self.plugin_classes = self._plugin_classes()
         self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
+        self.callers = OverrideCallers(self, sites)
 
     def _modules(self) -> Iterator[tuple[str, Module]]:
         for module in self.package.parsed():
@@ -325,15 +358,28 @@ class ReleaseCheck:
     def _plugin_classes(self) -> dict[str, tuple[Module, ast.ClassDef]]:
         found = {}
         for _name, module in self._modules():
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.ClassDef):
-                    found[f"{module.name}.{node.name}"] = (module, node)
+            for node in module.of_type(ast.ClassDef):
+                found[f"{module.name}.{node.name}"] = (module, node)  # type: ignore[attr-defined]
         return found
 
     def _bases(self, module: Module, node: ast.ClassDef) -> list[str]:
-        own = {q.rpartition(".")[2]: q for q in self.plugin_classes if q.rpartition(".")[0] == module.name}
-        table = {**self.tables[module.name], **own}
-        return [q for q in (qualified(b.value if isinstance(b, ast.Subscript) else b, table) for b in node.bases) if q]
+        memo = self.__dict__.setdefault("_bases_memo", {})
+        if id(node) not in memo:
+            table = self._class_tables.get(module.name) or self.tables[module.name]
+            bases = (qualified(b.value if isinstance(b, ast.Subscript) else b, table) for b in node.bases)
+            memo[id(node)] = [q for q in bases if q]
+        return memo[id(node)]
+
+    @property
+    def _class_tables(self) -> dict[str, dict[str, str]]:
+        """Per module: its import table plus its own classes, the names a class statement's bases use."""
+        if "_class_tables_memo" not in self.__dict__:
+            own: dict[str, dict[str, str]] = {}
+            for qualname in self.plugin_classes:
+                module_name, _, name = qualname.rpartition(".")
+                own.setdefault(module_name, {})[name] = qualname
+            self.__dict__["_class_tables_memo"] = {m: {**self.tables[m], **names} for m, names in own.items()}
+        return self.__dict__["_class_tables_memo"]
 
     def _lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
         """(members the plugin's classes in this lineage define, the vLLM classes they derive from)."""
@@ -407,8 +453,9 @@ class ReleaseCheck:
                 continue
             self._moved(place, node, stmt.name, bases)
             if text is not None and not text.startswith("@p"):
-                problem = _override_problem(Signature.parse(text), Signature.parse(_plugin_signature(stmt)))
-                if problem:
+                base, mine = Signature.parse(text), Signature.parse(_plugin_signature(stmt))
+                problem = _override_problem(base, mine)
+                if problem and self.callers.can_call(f"{module.name}.{node.name}", stmt.name, mine, base):
                     self.report(
                         "vllm-override-signature",
                         place,
@@ -506,7 +553,7 @@ def _shadowed_heads(module: Module) -> set[int]:
     for function in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
         args = function.args
         local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
-        inside = list(ast.walk(function))
+        inside = walk_nodes(function)
         local |= {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         local -= {name for n in inside if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
         shadowed |= {id(n) for n in inside if isinstance(n, ast.Attribute) and getattr(_head(n), "id", None) in local}
@@ -519,12 +566,12 @@ def _head(node: ast.expr) -> ast.expr:
     return node
 
 
-def _runtime_aliases(module: Module) -> dict[str, str]:
+def _runtime_aliases(module: Module, places: list[Place]) -> dict[str, str]:
     """The module's import table, without names imported only under `if TYPE_CHECKING:`."""
     table = aliases(module)
     checking_only: set[str] = set()
     runtime: set[str] = set()
-    for place in walk(module):
+    for place in places:
         if isinstance(place.node, (ast.Import, ast.ImportFrom)):
             bound = {(a.asname or a.name).split(".")[0] for a in place.node.names}
             (checking_only if place.guard == "type-checking" else runtime).update(bound)
@@ -617,8 +664,16 @@ def with_tests(package: PluginPackage) -> PluginPackage:
     return package
 
 
-def check(package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex]) -> list[Finding]:
-    return ReleaseCheck(package, index, others).run()
+def check(
+    package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+) -> list[Finding]:
+    """Every finding of `package` against the release `index`; with `sites` (the call sites of the installed
+    vLLM that `index` is) an override vLLM cannot reach is not reported."""
+    check = ReleaseCheck(package, index, others, sites)
+    findings = check.run()
+    if sites is not None:
+        sites.save()
+    return findings
 
 
 def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
