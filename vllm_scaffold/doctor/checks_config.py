@@ -16,7 +16,7 @@ from pathlib import Path
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error
 from vllm_scaffold.doctor.guards import ATTRIBUTE_ERRORS, guards
-from vllm_scaffold.doctor.package import Module
+from vllm_scaffold.doctor.package import Module, walk_nodes
 from vllm_scaffold.doctor.source import aliases, class_body_names, qualified
 
 
@@ -141,27 +141,26 @@ def _in_vllm_subclasses(module: Module, fields: dict[str, str]) -> set[int]:
     vLLM base sets those attributes from the VllmConfig, unless the class assigns them itself."""
     table = aliases(module)
     found: set[int] = set()
-    for node in ast.walk(module.tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]  # Base[T] too
+    for node in module.of_type(ast.ClassDef):
+        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]  # type: ignore[attr-defined]
         if not any((qualified(b, table) or "").startswith("vllm.") for b in bases):
             continue
+        inside = walk_nodes(node)
         own = {
             t.attr
-            for n in ast.walk(node)
-            if isinstance(n, ast.Assign)
-            for t in n.targets
+            for n in inside
+            if n.__class__ is ast.Assign
+            for t in n.targets  # type: ignore[attr-defined]
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
         }
         found.update(
             id(n)
-            for n in ast.walk(node)
-            if isinstance(n, ast.Attribute)
-            and isinstance(n.value, ast.Name)
-            and n.value.id == "self"
-            and n.attr in fields
-            and n.attr not in own
+            for n in inside
+            if n.__class__ is ast.Attribute
+            and isinstance(n.value, ast.Name)  # type: ignore[attr-defined]
+            and n.value.id == "self"  # type: ignore[attr-defined]
+            and n.attr in fields  # type: ignore[attr-defined]
+            and n.attr not in own  # type: ignore[attr-defined]
         )
     return found
 
@@ -209,5 +208,9 @@ def installed_release_api(ctx: Context) -> list[Finding]:
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor import installed, releases
+    from vllm_scaffold.doctor.callers import CallSites
 
-    return [f for f in releases.check(ctx.package, installed.facts(), []) if f.code in RELEASE_CODES]
+    index = installed.facts()
+    release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
+    sites = CallSites(ctx.vllm.source, release, installed.cache_dir())
+    return [f for f in releases.check(ctx.package, index, [], sites) if f.code in RELEASE_CODES]

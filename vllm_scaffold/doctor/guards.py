@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from enum import StrEnum
 
-from vllm_scaffold.doctor.package import Module
+from vllm_scaffold.doctor.package import Module, walk_nodes
 
 # Handlers that catch a failing import; a missing attribute.
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -93,21 +93,46 @@ def _is_feature_test(test: ast.expr) -> bool:
 
 def guards(module: Module, catching: frozenset[str] = IMPORT_ERRORS) -> dict[int, Guard]:
     """id(node) -> the innermost guard around it, for every guarded node of the module. `catching`: the
-    exceptions whose handler makes a try block a guard (a failing import by default)."""
+    exceptions whose handler makes a try block a guard (a failing import by default). Memoised on the module."""
+    key = "guards:" + ",".join(sorted(catching))
+    if key not in module.memo:
+        module.memo[key] = _guards(module, catching)
+    return module.memo[key]  # type: ignore[return-value]
+
+
+# The fields of a statement that hold statements: each is visited with its own guard.
+_BODIES = frozenset({"body", "orelse", "finalbody", "handlers"})
+
+
+def _guards(module: Module, catching: frozenset[str]) -> dict[int, Guard]:
     found: dict[int, Guard] = {}
 
     def mark(nodes: list[ast.stmt], guard: Guard | None) -> None:
         for stmt in nodes:
             visit(stmt, guard)
 
+    def cover(node: ast.AST, guard: Guard) -> None:
+        for inner in walk_nodes(node):
+            found[id(inner)] = guard
+
     def visit(stmt: ast.stmt, guard: Guard | None) -> None:
-        if guard is not None:
-            for node in ast.walk(stmt):
-                found[id(node)] = guard
+        if guard is not None:  # the statement's own parts; the statements in its bodies are visited below
+            found[id(stmt)] = guard
+            for name in stmt._fields:
+                value = getattr(stmt, name, None)
+                if name in _BODIES or value is None:
+                    continue
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, ast.AST):
+                        cover(item, guard)
         if isinstance(stmt, ast.Try | ast.TryStar):
             inner = Guard(GuardKind.IMPORT_ERROR, stmt) if _catches(stmt.handlers, catching) else guard
             mark(stmt.body, inner)
             for handler in stmt.handlers:
+                if guard is not None:
+                    found[id(handler)] = guard
+                    if handler.type is not None:
+                        cover(handler.type, guard)
                 mark(handler.body, guard)
             mark(stmt.orelse, inner)
             mark(stmt.finalbody, guard)
@@ -119,8 +144,7 @@ def guards(module: Module, catching: frozenset[str] = IMPORT_ERRORS) -> dict[int
                 mark(stmt.body, Guard(GuardKind.VLLM_VERSION, stmt))
                 mark(stmt.orelse, Guard(GuardKind.VLLM_VERSION, stmt))
             elif _is_feature_test(stmt.test):
-                for node in ast.walk(stmt.test):
-                    found[id(node)] = Guard(GuardKind.FEATURE_TEST, stmt)
+                cover(stmt.test, Guard(GuardKind.FEATURE_TEST, stmt))
                 mark(stmt.body, Guard(GuardKind.FEATURE_TEST, stmt))
                 mark(stmt.orelse, guard)
             else:
