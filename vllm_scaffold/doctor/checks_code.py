@@ -204,7 +204,7 @@ def _calls_method(ctx: Context, name: str) -> bool:
             or (isinstance(node.func, ast.Name) and node.func.id == name)
         )
         for module in ctx.package.parsed()
-        for node in module.nodes
+        for node in module.of_type(ast.Call)
     )
 
 
@@ -257,7 +257,7 @@ def custom_ops(ctx: Context) -> list[Finding]:
         elif in_tree[name]:
             replaced[in_tree[name]] = name
     for module in ctx.package.parsed():
-        for node in module.nodes:
+        for node in module.of_type(ast.Constant):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 match = re.fullmatch(r"([+-])(\w+)", node.value)
                 if match and match[2] in replaced:
@@ -303,7 +303,7 @@ def _popped_registry_names(ctx: Context) -> set[str]:
     makes registering the same name again legitimate."""
     names: set[str] = set()
     for module in ctx.package.parsed():
-        for node in module.nodes:
+        for node in module.of_type(ast.Call, ast.Delete):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -383,7 +383,7 @@ def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:
 def _turns_async_scheduling_off(ctx: Context) -> bool:
     """Whether the package sets `...async_scheduling = False` (a platform's check_and_update_config does)."""
     for module in ctx.package.parsed():
-        for node in module.nodes:
+        for node in module.of_type(ast.Assign):
             if (
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Constant)
@@ -596,7 +596,7 @@ def io_processor_names(ctx: Context) -> list[Finding]:
                 if used not in names:
                     findings.append(_io_mismatch("pyproject.toml [tool.vllm-scaffold] enable", used, names))
     for module in ctx.package.parsed():
-        for node in module.nodes:
+        for node in module.of_type(ast.keyword):
             if isinstance(node, ast.keyword) and node.arg == "io_processor_plugin":
                 if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                     if node.value.value not in names:
@@ -623,21 +623,18 @@ def vllm_imports(ctx: Context) -> list[Finding]:
         return []
     findings = []
     for module in ctx.package.parsed():
-        guarded = guards(module)
-        for node in module.nodes:
+        for node in module.of_type(ast.Import, ast.ImportFrom):
             if isinstance(node, ast.Import):
                 targets = [(alias.name, None) for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                targets = [(resolve_relative(module, node), alias.name) for alias in node.names]
+            elif not node.level:  # type: ignore[attr-defined]
+                targets = [(resolve_relative(module, node), alias.name) for alias in node.names]  # type: ignore[arg-type, attr-defined]
             else:
                 continue
-            guard = guarded.get(id(node))
+            absent_names = [m for source, name in targets if (m := _missing_vllm_name(source, name)) is not None]
+            guard = guards(module).get(id(node)) if absent_names else None
             if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
                 continue
-            for source, name in targets:
-                missing = _missing_vllm_name(source, name)
-                if missing is None:
-                    continue
+            for missing in absent_names:
                 absent = f"{missing} does not exist in the installed vLLM {ctx.vllm.version}"
                 if guard is None:
                     findings.append(

@@ -174,16 +174,15 @@ def config_attributes(ctx: Context) -> list[Finding]:
     classes = config_classes(source)
     findings = []
     for module in ctx.package.parsed():
-        guarded = guards(module, catching=ATTRIBUTE_ERRORS)
         held = (*_config_variables(module, fields), _in_vllm_subclasses(module, fields))
         for node in module.of_type(ast.Attribute):
-            if not isinstance(node.ctx, ast.Load) or id(node) in guarded:  # type: ignore[attr-defined]
+            if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
                 continue
-            field = _holds_field(node.value, fields, held)
-            if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):
+            field = _holds_field(node.value, fields, held)  # type: ignore[attr-defined]
+            if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):  # type: ignore[attr-defined]
                 continue
             known = classes.get(fields[field])
-            if known is None or node.attr in known:
+            if known is None or node.attr in known or id(node) in guards(module, catching=ATTRIBUTE_ERRORS):  # type: ignore[attr-defined]
                 continue
             findings.append(
                 error(

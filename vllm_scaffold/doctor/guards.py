@@ -53,7 +53,7 @@ def _describe(body: list[ast.stmt]) -> str:
 
 def _names(expr: ast.expr) -> list[str]:
     return [
-        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(expr) if isinstance(n, ast.Name | ast.Attribute)
+        n.id if isinstance(n, ast.Name) else n.attr for n in walk_nodes(expr) if isinstance(n, ast.Name | ast.Attribute)
     ]
 
 
@@ -88,7 +88,10 @@ def _suppresses(node: ast.With, catching: frozenset[str]) -> bool:
 
 
 def _is_feature_test(test: ast.expr) -> bool:
-    return any(isinstance(n, ast.Call) and _names(n.func)[:1] in (["hasattr"], ["getattr"]) for n in ast.walk(test))
+    return any(
+        n.__class__ is ast.Call and _names(n.func)[:1] in (["hasattr"], ["getattr"])  # type: ignore[attr-defined]
+        for n in walk_nodes(test)
+    )
 
 
 def guards(module: Module, catching: frozenset[str] = IMPORT_ERRORS) -> dict[int, Guard]:

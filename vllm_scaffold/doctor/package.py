@@ -38,11 +38,32 @@ class Module:
 
     def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]:
         """The nodes of exactly these classes (no subclasses), in walk order; each selection listed once."""
+        by_type, positions = self._by_type
+        if len(kinds) == 1:
+            return by_type.get(kinds[0], [])
         key = "of_type:" + ",".join(kind.__name__ for kind in kinds)
         if key not in self.memo:
-            wanted = frozenset(kinds)
-            self.memo[key] = [node for node in self.nodes if node.__class__ in wanted]
+            # each class's nodes are in walk order already: sorting their positions merges the runs
+            order = sorted((p, k, i) for k, kind in enumerate(kinds) for i, p in enumerate(positions.get(kind, ())))
+            self.memo[key] = [by_type[kinds[k]][i] for _p, k, i in order]
         return self.memo[key]  # type: ignore[return-value]
+
+    @property
+    def _by_type(self) -> tuple[dict[type, list[ast.AST]], dict[type, list[int]]]:
+        """The nodes by class in walk order, with their positions in the walk, sorted in one pass."""
+        if "by_type" not in self.memo:
+            found: dict[type, list[ast.AST]] = {}
+            positions: dict[type, list[int]] = {}
+            for position, node in enumerate(self.nodes):
+                kind = node.__class__
+                if kind in found:
+                    found[kind].append(node)
+                    positions[kind].append(position)
+                else:
+                    found[kind] = [node]
+                    positions[kind] = [position]
+            self.memo["by_type"] = (found, positions)
+        return self.memo["by_type"]  # type: ignore[return-value]
 
     def where(self, node: ast.AST | None = None) -> str:
         line = getattr(node, "lineno", None)

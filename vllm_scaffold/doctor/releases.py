@@ -15,7 +15,6 @@ import ast
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_scaffold import vllm_facts
@@ -44,11 +43,25 @@ def finding(code: str, where: str, message: str, fix: str) -> Finding:
     return Finding(Severity(severity_of(code)), code, where, message, fix)
 
 
-@dataclass(frozen=True)
+_UNKNOWN = "?"
+
+
 class Place:
-    module: Module
-    node: ast.AST
-    guard: str | None  # None, "type-checking", "guarded"
+    """A node of a module, with the guard it runs under (None, "type-checking" or "guarded"), found from the
+    module's guarded blocks when first asked."""
+
+    __slots__ = ("_guard", "module", "node")
+
+    def __init__(self, module: Module, node: ast.AST, guard: str | None = _UNKNOWN) -> None:
+        self.module = module
+        self.node = node
+        self._guard = guard
+
+    @property
+    def guard(self) -> str | None:
+        if self._guard == _UNKNOWN:
+            self._guard = guard_of(self.module, self.node)
+        return self._guard
 
     @property
     def where(self) -> str:
@@ -67,7 +80,7 @@ def _guards_of(handlers: list[ast.ExceptHandler]) -> bool:
 
 def _is_version_test(test: ast.expr) -> bool:
     """The test names a version, hasattr, getattr or find_spec (in a name, an attribute or a string)."""
-    for node in ast.walk(test):
+    for node in walk_nodes(test):
         kind = node.__class__
         if kind is ast.Name:
             text = node.id
@@ -84,9 +97,9 @@ def _is_version_test(test: ast.expr) -> bool:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return any(
-        (isinstance(n, ast.Name) and n.id == "TYPE_CHECKING")
-        or (isinstance(n, ast.Attribute) and n.attr == "TYPE_CHECKING")
-        for n in ast.walk(test)
+        (n.__class__ is ast.Name and n.id == "TYPE_CHECKING")  # type: ignore[attr-defined]
+        or (n.__class__ is ast.Attribute and n.attr == "TYPE_CHECKING")  # type: ignore[attr-defined]
+        for n in walk_nodes(test)
     )
 
 
@@ -100,60 +113,89 @@ def _returns_unless(stmt: object) -> bool:
     )
 
 
-# The nodes the checks read; every other node is only walked through.
-_KEPT = frozenset({ast.Import, ast.ImportFrom, ast.Attribute, ast.Call, ast.Constant})
-# Fields never walked: annotations (never evaluated under `from __future__ import annotations`, and only
-# type checkers read them) and fields that hold no nodes.
-_SKIPPED_FIELDS = frozenset({"annotation", "returns", "ctx", "id", "attr", "arg", "name", "module", "level", "kind"})
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# The nodes the checks read.
+_KEPT = (ast.Import, ast.ImportFrom, ast.Attribute, ast.Call, ast.Constant)
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
 
 
-def walk(module: Module) -> list[Place]:
-    """Every import, attribute, call and constant of the module, in source order, with the guard it runs
-    under. Memoised on the module: the checks of one release and the installed vLLM's share it."""
-    if "release-places" in module.memo:
-        return module.memo["release-places"]  # type: ignore[return-value]
-    found: list[Place] = []
-    stack: list[tuple[ast.AST, str | None]] = [(module.tree, None)] if module.tree is not None else []
-    while stack:
-        node, guard = stack.pop()
-        kind = node.__class__
-        if kind in _KEPT:
-            found.append(Place(module, node, guard))
-            if kind is ast.Constant:
-                continue
-        pending: list[tuple[ast.AST, str | None]] = []
-        if kind is ast.If:
-            if _is_type_checking(node.test):  # type: ignore[attr-defined]
-                pending += [(c, "type-checking") for c in node.body]  # type: ignore[attr-defined]
-                pending += [(c, guard) for c in node.orelse]  # type: ignore[attr-defined]
-            else:
-                inner = guard or ("guarded" if _is_version_test(node.test) else None)  # type: ignore[attr-defined]
-                pending.append((node.test, guard))  # type: ignore[attr-defined]
-                pending += [(c, inner) for c in [*node.body, *node.orelse]]  # type: ignore[attr-defined]
-        elif kind is ast.Try:
-            inner = guard or ("guarded" if _guards_of(node.handlers) else None)  # type: ignore[attr-defined]
-            pending += [(c, inner) for c in node.body]  # type: ignore[attr-defined]
-            rest = [*node.handlers, *node.orelse, *node.finalbody]  # type: ignore[attr-defined]
-            pending += [(c, guard) for c in rest]
-        else:
-            fields = _FIELDS.get(kind)
-            if fields is None:
-                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
-            for field in fields:
-                value = getattr(node, field, None)
-                if value.__class__ is list:
-                    current = guard
-                    for child in value:
-                        if isinstance(child, ast.AST):
-                            pending.append((child, current))
-                            if _returns_unless(child):
-                                current = current or "guarded"  # `if not hasattr(...): return` guards what follows
-                elif isinstance(value, ast.AST):
-                    pending.append((value, guard))
-        stack.extend(reversed(pending))
-    module.memo["release-places"] = found
+def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]]:
+    """(start, end, guard) of every guarded run of statements: the body of `if TYPE_CHECKING:`
+    ("type-checking"), of a version or hasattr test and of `try/except ImportError` ("guarded"), and what
+    follows `if <version test>: return` in the same block ("guarded"). Statements only, not expressions:
+    a tenth of the nodes."""
+    if "release-blocks" in module.memo:
+        return module.memo["release-blocks"]  # type: ignore[return-value]
+    found: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+
+    def block(statements: list[ast.stmt], guard: str) -> None:
+        if statements:
+            first, last = statements[0], statements[-1]
+            found.append(((first.lineno, first.col_offset), (last.end_lineno or 0, last.end_col_offset or 0), guard))
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for position, stmt in enumerate(statements):
+            if _returns_unless(stmt):
+                block(statements[position + 1 :], "guarded")  # `if not hasattr(...): return` guards what follows
+            kind = stmt.__class__
+            if kind is ast.If:
+                if _is_type_checking(stmt.test):  # type: ignore[attr-defined]
+                    block(stmt.body, "type-checking")  # type: ignore[attr-defined]
+                elif _is_version_test(stmt.test):  # type: ignore[attr-defined]
+                    block(stmt.body, "guarded")  # type: ignore[attr-defined]
+                    block(stmt.orelse, "guarded")  # type: ignore[attr-defined]
+            elif kind is ast.Try and _guards_of(stmt.handlers):  # type: ignore[attr-defined]
+                block(stmt.body, "guarded")  # type: ignore[attr-defined]
+            for field in _STATEMENT_LISTS:
+                inner = getattr(stmt, field, None)
+                if inner:
+                    visit(inner)
+            for handler in getattr(stmt, "handlers", ()):
+                visit(handler.body)
+            for case in getattr(stmt, "cases", ()):
+                visit(case.body)
+
+    if module.tree is not None:
+        visit(module.tree.body)
+    module.memo["release-blocks"] = found
     return found
+
+
+def guard_of(module: Module, node: ast.AST) -> str | None:
+    """The guard `node` runs under: "type-checking" inside any `if TYPE_CHECKING:` body, else "guarded"
+    inside any guarded block, else None."""
+    start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    guard = None
+    for first, last, kind in _blocks(module):
+        if first <= start and end <= last:
+            if kind == "type-checking":
+                return kind
+            guard = kind
+    return guard
+
+
+def _in_annotations(module: Module) -> set[int]:
+    """id() of every node inside an annotation: never evaluated under `from __future__ import annotations`,
+    and only type checkers read them."""
+    if "release-annotations" in module.memo:
+        return module.memo["release-annotations"]  # type: ignore[return-value]
+    found: set[int] = set()
+    for node in module.of_type(ast.arg, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef):
+        annotation = getattr(node, "annotation", None) or getattr(node, "returns", None)
+        if annotation is not None:
+            found.update(id(n) for n in walk_nodes(annotation))
+    module.memo["release-annotations"] = found
+    return found
+
+
+def walk(module: Module, *kinds: type[ast.AST]) -> Iterator[Place]:
+    """The module's nodes of `kinds` (imports, attributes, calls and constants by default) outside
+    annotations, each with the guard it runs under (found when asked)."""
+    skipped = _in_annotations(module)
+    for kind in kinds or _KEPT:
+        for node in module.of_type(kind):
+            if id(node) not in skipped:
+                yield Place(module, node)
 
 
 class ReleaseCheck:
@@ -168,8 +210,7 @@ class ReleaseCheck:
         unique = {o.version: o for o in others if o.version != index.version}
         self.others = sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)  # newest first
         self.findings: list[Finding] = []
-        self.places = {name: walk(module) for name, module in self._modules()}
-        self.tables = {name: _runtime_aliases(module, self.places[name]) for name, module in self._modules()}
+        self.tables = {name: _runtime_aliases(module) for name, module in self._modules()}
         self.plugin_classes = self._plugin_classes()
         self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
         self.callers = OverrideCallers(self, sites)
@@ -207,15 +248,15 @@ class ReleaseCheck:
     # -- imports -------------------------------------------------------------------------------------------
 
     def imports(self, module: Module) -> None:
-        for place in self.places[module.name]:
+        for place in walk(module, ast.Import, ast.ImportFrom):
             node = place.node
-            if place.guard == "type-checking":
-                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 targets = [f"{node.module}.{alias.name}" if alias.name != "*" else node.module for alias in node.names]
             else:
+                continue
+            if place.guard == "type-checking":
                 continue
             for target in targets:
                 if target.split(".")[0] != "vllm":
@@ -246,22 +287,28 @@ class ReleaseCheck:
 
     def attributes(self, module: Module) -> None:
         table = self.tables[module.name]
-        inner = {id(n.value) for p in self.places[module.name] if isinstance(n := p.node, ast.Attribute)}
-        shadowed = _shadowed_heads(module)
-        for place in self.places[module.name]:
-            node = place.node
-            if place.guard == "type-checking" or not isinstance(node, ast.Attribute) or id(node) in inner:
+        attributes = module.of_type(ast.Attribute)
+        inner = {id(n.value) for n in attributes}  # type: ignore[attr-defined]
+        shadowed: set[int] | None = None
+        for node in attributes:
+            if id(node) in inner or node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                continue  # setting an attribute never raises
+            head = _head(node)  # type: ignore[arg-type]
+            if head.__class__ is not ast.Name or head.id not in table:  # type: ignore[attr-defined]
                 continue
-            if not isinstance(node.ctx, ast.Load) or id(node) in shadowed:  # setting an attribute never raises
+            name = qualified(node, table)  # type: ignore[arg-type]
+            if not name or name.split(".")[0] != "vllm" or id(node) in _in_annotations(module):
                 continue
-            name = qualified(node, table)
-            if not name or name.split(".")[0] != "vllm" or not isinstance(_head(node), ast.Name):
+            place = Place(module, node)
+            if place.guard == "type-checking":
                 continue
-            if _head(node).id not in table:
+            if shadowed is None:
+                shadowed = _shadowed_heads(module)
+            if id(node) in shadowed:
                 continue
             missing = self._first_missing(name)
-            head = table[_head(node).id]
-            if missing and len(missing) > len(head) and not _is_dunder(missing.rsplit(".", 1)[-1]):
+            imported = table[head.id]  # type: ignore[attr-defined]
+            if missing and len(missing) > len(imported) and not _is_dunder(missing.rsplit(".", 1)[-1]):
                 self.report(
                     "vllm-attribute-missing",
                     place,
@@ -273,10 +320,11 @@ class ReleaseCheck:
     # -- calls ---------------------------------------------------------------------------------------------
 
     def callee(self, module: Module, func: ast.expr) -> tuple[Symbol, Signature] | None:
-        name = qualified(func, self.tables[module.name])
-        if not name or name.split(".")[0] != "vllm" or not isinstance(_head(func), ast.Name):
+        head = _head(func)
+        if head.__class__ is not ast.Name or head.id not in self.tables[module.name]:  # type: ignore[attr-defined]
             return None
-        if _head(func).id not in self.tables[module.name]:
+        name = qualified(func, self.tables[module.name])
+        if not name or name.split(".")[0] != "vllm":
             return None
         symbol = self.index.resolve(name)
         signature = self.index.signature(symbol)
@@ -289,14 +337,14 @@ class ReleaseCheck:
         return symbol, signature
 
     def calls(self, module: Module) -> None:
-        for place in self.places[module.name]:
-            node = place.node
-            if place.guard == "type-checking" or not isinstance(node, ast.Call):
+        for node in module.of_type(ast.Call):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):  # type: ignore[attr-defined]
                 continue
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            found = self.callee(module, node.func)  # type: ignore[attr-defined]
+            if found is None or id(node) in _in_annotations(module):
                 continue
-            found = self.callee(module, node.func)
-            if found is None:
+            place = Place(module, node)
+            if place.guard == "type-checking":
                 continue
             symbol, signature = found
             problem = _call_problem(signature, len(node.args), [k.arg for k in node.keywords if k.arg])
@@ -338,12 +386,15 @@ class ReleaseCheck:
     # -- dotted strings ------------------------------------------------------------------------------------
 
     def dotted_strings(self, module: Module) -> None:
-        for place in self.places[module.name]:
-            node = place.node
-            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or place.guard == "type-checking":
+        for node in module.of_type(ast.Constant):
+            value = node.value  # type: ignore[attr-defined]
+            if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
                 continue
-            if not _DOTTED.fullmatch(node.value) or node.value in self.groups:
+            if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+            place = Place(module, node)
+            if place.guard == "type-checking":
+                continue
             missing = self._first_missing(node.value.replace(":", "."))
             if missing:
                 self.report(
@@ -566,12 +617,12 @@ def _head(node: ast.expr) -> ast.expr:
     return node
 
 
-def _runtime_aliases(module: Module, places: list[Place]) -> dict[str, str]:
+def _runtime_aliases(module: Module) -> dict[str, str]:
     """The module's import table, without names imported only under `if TYPE_CHECKING:`."""
     table = aliases(module)
     checking_only: set[str] = set()
     runtime: set[str] = set()
-    for place in places:
+    for place in walk(module, ast.Import, ast.ImportFrom):
         if isinstance(place.node, (ast.Import, ast.ImportFrom)):
             bound = {(a.asname or a.name).split(".")[0] for a in place.node.names}
             (checking_only if place.guard == "type-checking" else runtime).update(bound)

@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from vllm_scaffold.doctor.package import Module, PluginPackage
+from vllm_scaffold.doctor.package import Module, PluginPackage, walk_nodes
 
 # vLLM registration APIs: a call to one of these only affects the process that makes it.
 REGISTRATION_APIS = frozenset(
@@ -111,17 +111,17 @@ def import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for expr in [*stmt.decorator_list, *stmt.args.defaults, *stmt.args.kw_defaults]:
                 if expr is not None:
-                    yield from ast.walk(expr)
+                    yield from walk_nodes(expr)
         elif isinstance(stmt, ast.ClassDef):
             for expr in [*stmt.decorator_list, *stmt.bases]:
-                yield from ast.walk(expr)
+                yield from walk_nodes(expr)
             yield from import_time_nodes(stmt.body)
         else:
             children = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.stmt)]
             yield stmt
             for child in ast.iter_child_nodes(stmt):
                 if not isinstance(child, ast.stmt):
-                    yield from ast.walk(child)
+                    yield from walk_nodes(child)
             yield from import_time_nodes(children)
 
 
