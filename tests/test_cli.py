@@ -50,6 +50,10 @@ def test_list_json_has_the_documented_fields(cli) -> None:
         for field in ("title", "process_family", "load_timing", "duplicate_policy"):
             assert isinstance(entry[field], str) and entry[field], (entry["key"], field)
         assert isinstance(entry["kernel"], bool)
+        assert entry["category"] == load_catalog()[entry["key"]].category
+        # The documentation page that ships with the tool, the one `explain` cites.
+        page = Path(entry["reference"])
+        assert page.is_file() and page.as_posix().endswith(f"docs/seams/{entry['key']}.md"), entry["reference"]
 
 
 def test_list_table_names_every_seam(cli) -> None:

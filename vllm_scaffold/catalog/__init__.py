@@ -49,7 +49,6 @@ class Seam:
     process_family: str
     load_timing: str
     duplicate_policy: str
-    reference: str
     kernel: bool
     group: str | None = None
     selection: tuple[str, ...] = ()
@@ -71,10 +70,13 @@ class Seam:
         return self.template is not None
 
     def as_json(self) -> dict[str, object]:
+        """The entry `list --json` prints; `reference` is the seam's documentation page that ships with the tool."""
+        page = docs_page(self.key)
         return {
             "key": self.key,
             "title": self.title,
             "summary": self.summary,
+            "category": self.category,
             "group": self.group,
             "api": self.api,
             "process_family": self.process_family,
@@ -84,7 +86,7 @@ class Seam:
             "pitfalls": list(self.pitfalls),
             "kernel": self.kernel,
             "template": self.template,
-            "reference": self.reference,
+            "reference": str(page) if page else None,
         }
 
 
