@@ -214,6 +214,38 @@ def test_a_second_attention_backend_on_custom_is_refused(cli, handwritten: Path)
     assert 'BACKEND_NAME = "B"' in registration and "register_backend(BACKEND_NAME, BACKEND_PATH)" in registration
 
 
+HANDWRITTEN_BACKEND = """\
+from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+
+def register() -> None:
+    register_backend(AttentionBackendEnum.CUSTOM, "handmade_kernels.attention.PagedBackend")
+"""
+
+
+def test_a_hand_written_backend_on_custom_is_seen(cli, handwritten: Path) -> None:
+    """The CUSTOM slot taken by the project's own code (no answers file of `add`) refuses a second backend too."""
+    (handwritten / "src/handmade_kernels/plugin.py").write_text(HANDWRITTEN_BACKEND)
+    pyproject = handwritten / "pyproject.toml"
+    entry_point = '\n[project.entry-points."vllm.general_plugins"]\nhandmade = "handmade_kernels.plugin:register"\n'
+    pyproject.write_text(pyproject.read_text() + entry_point)
+    before = snapshot(handwritten)
+    result = cli("add", "attention-backend", "fast", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert (
+        "attention backend 'handmade_kernels.attention.PagedBackend' (registered at src/handmade_kernels/plugin.py:5)"
+        " already takes vLLM's single CUSTOM slot in this project, and 'fast' would silently replace it" in message
+    ), message
+    assert "--data backend_name=FAST" in message
+    assert snapshot(handwritten) == before
+    result = cli(
+        "add", "attention-backend", "fast", "--project", str(handwritten), "--defaults", "--data", "backend_name=FAST"
+    )
+    assert result.exit_code == 0, result.output
+
+
 def test_a_second_general_plugin_does_not_take_the_name_of_the_first(cli, handwritten: Path) -> None:
     pyproject = handwritten / "pyproject.toml"
     entry_point = '\n[project.entry-points."vllm.general_plugins"]\nhandmade_kernels = "elsewhere:register"\n'

@@ -181,21 +181,40 @@ def add_component(
 
 
 def _check_single_slots(project: Project, seam: Seam, name: str, answers: dict[str, Any]) -> None:
-    """Refuses a second component of `seam` giving an answer that fills one of vLLM's single slots."""
+    """Refuses a second component of `seam` giving an answer that fills one of vLLM's single slots.
+
+    The slot's holder is a component `add` made (its answers file says so) or hand-written code that fills
+    it (the registration calls doctor's attention-custom-twice check reads).
+    """
     for question, value in seam.single_slot.items():
         if str(answers.get(question)) != value:
             continue
-        for component in project.components():
-            other = component.get("name")
-            record = project.root / ANSWERS_DIR / f"{seam.key}-{other}.yml"
-            if component.get("seam") != seam.key or not record.is_file():
-                continue
-            if str(yaml.safe_load(record.read_text(encoding="utf-8"))["answers"].get(question)) == value:
-                raise ScaffoldError(
-                    f"{seam.title.lower()} '{other}' already takes vLLM's single {value} slot in this project, "
-                    f"and '{name}' would silently replace it",
-                    f"register '{name}' under a name of its own: --data {question}={name.upper()}",
-                )
+        for holder in _slot_holders(project, seam, question, value):
+            raise ScaffoldError(
+                f"{seam.title.lower()} {holder} already takes vLLM's single {value} slot in this project, "
+                f"and '{name}' would silently replace it",
+                f"register '{name}' under a name of its own: --data {question}={name.upper()}",
+            )
+
+
+def _slot_holders(project: Project, seam: Seam, question: str, value: str) -> list[str]:
+    """What already fills `seam`'s single slot `value` in the project, each named for the error message."""
+    holders = []
+    for component in project.components():
+        other = component.get("name")
+        record = project.root / ANSWERS_DIR / f"{seam.key}-{other}.yml"
+        if component.get("seam") != seam.key or not record.is_file():
+            continue
+        if str(yaml.safe_load(record.read_text(encoding="utf-8"))["answers"].get(question)) == value:
+            holders.append(f"'{other}'")
+    from vllm_scaffold.doctor.checks_code import SLOT_CLAIMS
+    from vllm_scaffold.doctor.package import PluginPackage
+
+    claims = SLOT_CLAIMS.get((seam.key, value))
+    if claims is not None:
+        package = PluginPackage.load(project.root)
+        holders += [f"{target} (registered at {call.where})" for call, target in claims(package)]
+    return holders
 
 
 def _add_registration(changes: Changeset, relpath: str, target: str) -> None:

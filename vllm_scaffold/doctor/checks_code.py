@@ -10,7 +10,7 @@ from vllm_scaffold.doctor import installed as vllm_facts
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error, info, warning
 from vllm_scaffold.doctor.guards import GuardKind, guards
-from vllm_scaffold.doctor.package import DeclaredEntryPoint, Module
+from vllm_scaffold.doctor.package import DeclaredEntryPoint, Module, PluginPackage
 from vllm_scaffold.doctor.reach import reached_functions
 from vllm_scaffold.doctor.source import (
     Call,
@@ -101,14 +101,26 @@ def attention(ctx: Context) -> list[Finding]:
     return findings
 
 
-def attention_custom_claims(ctx: Context) -> list[Finding]:
-    """Two backends of one package on AttentionBackendEnum.CUSTOM: the later registration replaces the other."""
+def custom_backend_claims(package: PluginPackage) -> list[tuple[Call, str]]:
+    """Each `register_backend(AttentionBackendEnum.CUSTOM, class_path)` in the package, with its class path
+    as written: the calls that take vLLM's single CUSTOM attention slot."""
     claims: list[tuple[Call, str]] = []
-    for call in all_calls(ctx.package, frozenset({"register_backend"})):
+    for call in all_calls(package, frozenset({"register_backend"})):
         member = _enum_member(call.argument(0, "backend"), aliases(call.module))
         if member == ("AttentionBackendEnum", "CUSTOM"):
             target = call.argument(1, "class_path")
             claims.append((call, ast.unparse(target) if target is not None else call.where))
+    return claims
+
+
+# The calls that fill a single vLLM slot, by (seam, slot) as the catalog's `single_slot` names them: `add`
+# reads them to refuse a second component on a slot that hand-written code already fills.
+SLOT_CLAIMS = {("attention-backend", "CUSTOM"): custom_backend_claims}
+
+
+def attention_custom_claims(ctx: Context) -> list[Finding]:
+    """Two backends of one package on AttentionBackendEnum.CUSTOM: the later registration replaces the other."""
+    claims = custom_backend_claims(ctx.package)
     distinct = list(dict.fromkeys(target for _call, target in claims))
     if len(distinct) < 2:
         return []
