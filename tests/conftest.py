@@ -1,4 +1,4 @@
-"""Shared helpers for the tool's own tests: the CLI runner and file-tree snapshots."""
+"""Shared helpers for the tool's own tests: the CLI runner and file-tree snapshots; the order tests start in."""
 
 from __future__ import annotations
 
@@ -9,6 +9,16 @@ import pytest
 from typer.testing import CliRunner
 
 from vllm_scaffold.cli import app
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Engine runs and grouped tests (one xdist group = one worker's run, such as doctor's live probes) first.
+
+    They take minutes each; the rest take seconds. A parallel run (scripts/test.sh runs pytest-xdist) that
+    starts the long ones first ends with every worker busy on short tests instead of one worker finishing a
+    long run alone. The sort is stable, and without xdist it changes nothing a test can observe.
+    """
+    items.sort(key=lambda item: not (item.get_closest_marker("engine") or item.get_closest_marker("xdist_group")))
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

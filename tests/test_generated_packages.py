@@ -8,6 +8,7 @@ for this machine, and why). That run is also the package's own test run: lint, i
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -63,7 +64,11 @@ def engine_view(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_generated_package_ci_passes_from_a_fresh_clone(
     key: str, tmp_path: Path, wheels: list[Path], engine_view: Path
 ) -> None:
-    """The workflow's own steps (install, lint, doctor, `pytest --slow`) in a clone, as fresh_clone.py says."""
+    """The workflow's own steps (install, lint, doctor, `pytest --slow`) in a clone, as fresh_clone.py says.
+
+    This is also where every templated seam's fresh package is shown to have no doctor error with the live
+    probe on (the workflow's doctor step; its result is read back below).
+    """
     package = render_example(key, tmp_path / "generated" / key)
     readme = (package / "README.md").read_text(encoding="utf-8")
     assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold/harness path/to/vllm-scaffold" in readme
@@ -82,6 +87,13 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
     env = fresh_clone.runner_env(venv, cache)
     installed = subprocess.check_output([venv / "bin/python", "-c", probe], cwd=clone, env=env, text=True).split()
     assert all(Path(path).is_relative_to(venv) for path in installed), installed
+    # The doctor step ran the live probe and it found no error. A probe that cannot run is not a finding (the
+    # step would still pass), so its report is read back: the same package, environment and cache, so the
+    # probe's result is the cached one of the step.
+    doctor = [venv / "bin/vllm-scaffold", "doctor", ".", "--json"]
+    report = json.loads(subprocess.run(doctor, cwd=clone, env=env, capture_output=True, text=True).stdout)
+    errors = [finding for finding in report["findings"] if finding["severity"] == "error"]
+    assert report["live"] == "on" and not errors, report
     # pytest's closing line ("==== 9 passed in 98.1s ===="); engine processes may log after it.
     summaries = re.findall(r"^=+ (.* in [\d.]+s.*) =+$", results[-1].output, flags=re.MULTILINE)
     assert summaries, results[-1].output[-12000:]
