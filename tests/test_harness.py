@@ -1,8 +1,11 @@
-"""The pytest plugin's own behaviour, run in a scratch pytest session: the `slow` tier and its option."""
+"""The pytest plugin's own behaviour, run in a scratch pytest session: the `slow` tier and its option, the
+vLLM cache directory it gives each release."""
 
 from __future__ import annotations
 
 import pytest
+
+from vllm_scaffold_testing import engine
 
 pytest_plugins = ["pytester"]
 
@@ -42,3 +45,40 @@ def test_a_marker_expression_naming_slow_selects_by_it(suite: pytest.Pytester) -
 def test_the_marker_and_option_are_documented(suite: pytest.Pytester) -> None:
     assert "--slow" in suite.runpytest("--help").stdout.str()
     assert any(line.startswith("@pytest.mark.slow:") for line in suite.runpytest("--markers").outlines)
+
+
+SHOW_CACHE_ROOT = """
+import os
+
+def test_show():
+    print("VLLM_CACHE_ROOT=" + os.environ["VLLM_CACHE_ROOT"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("inherited", "expected"),
+    [
+        (None, "{release}"),  # unset: this release's own directory
+        ("{cache}/vllm/release-0.0.1", "{release}"),  # another release's test run set it: replaced
+        ("{custom}", "{custom}"),  # the user's own choice stays
+    ],
+)
+def test_each_vllm_release_gets_its_own_cache_root(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, inherited: str | None, expected: str
+) -> None:
+    """vLLM's model-info cache keeps one file per model class whatever the release, so runs of two releases on
+    one machine would invalidate each other's and pay a fresh vLLM import at every engine start."""
+    cache = pytester.path / "xdg"
+    values = {"cache": str(cache), "custom": str(pytester.path / "mine"), "release": ""}
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    release = engine.release_cache_root()
+    assert release is not None and release.startswith(f"{cache}/vllm/release-")
+    values["release"] = release
+    if inherited is None:
+        monkeypatch.delenv("VLLM_CACHE_ROOT", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_CACHE_ROOT", inherited.format(**values))
+    pytester.makepyfile(test_show=SHOW_CACHE_ROOT)
+    result = pytester.runpytest_subprocess("-q", "-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert f"VLLM_CACHE_ROOT={expected.format(**values)}" in result.stdout.str()

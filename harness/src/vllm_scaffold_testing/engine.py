@@ -127,6 +127,23 @@ def expose(site: Path) -> None:
     importlib.invalidate_caches()
 
 
+def release_cache_root() -> str | None:
+    """A vLLM cache directory for the installed vLLM release alone (None when vLLM is not installed).
+
+    vLLM caches what it learns about a model class (its "model info", found by importing vLLM in a fresh
+    interpreter at every engine start that misses) in one file per class under VLLM_CACHE_ROOT, whatever the
+    release. Test runs of two releases on one machine (a plugin tested against each release it supports) would
+    then find each other's entry stale and pay that interpreter on every engine start; one directory per
+    release keeps each cache warm. It sits in vLLM's default cache directory.
+    """
+    distributions = importlib.metadata.packages_distributions().get("vllm")
+    if not distributions:
+        return None
+    version = importlib.metadata.version(distributions[0])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vllm", f"release-{version}")
+
+
 def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for an engine subprocess: this one, offline, in-process by default, plus `extra`."""
     env = {**os.environ, **ENGINE_ENV}

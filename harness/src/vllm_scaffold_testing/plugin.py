@@ -72,11 +72,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engine: starts a real vLLM engine")
     if "TRITON_INTERPRET" not in os.environ and not cuda_available():
         os.environ["TRITON_INTERPRET"] = "1"
+    _use_release_cache()
     archs = config.getoption("cuda_arch", None)
     if archs:
         _register_cuda_checks(config, archs)
     # Before collection, so test modules can import the package under test.
     config.stash[_SITE] = _expose_plugin_under_test(Path(config.rootpath))
+
+
+def _use_release_cache() -> None:
+    """VLLM_CACHE_ROOT: this release's own directory (engine.release_cache_root), unless set to another place.
+
+    A value naming another release's directory was inherited from a test run of that release (a suite that
+    runs a package's tests against several releases): it is replaced, so each release keeps its own.
+    """
+    ours = engine.release_cache_root()
+    current = os.environ.get("VLLM_CACHE_ROOT")
+    if ours is None:
+        return
+    if current is None or (Path(current).parent == Path(ours).parent and Path(current).name.startswith("release-")):
+        os.environ["VLLM_CACHE_ROOT"] = ours
 
 
 def _register_cuda_checks(config: pytest.Config, archs: str) -> None:
