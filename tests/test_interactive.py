@@ -242,3 +242,22 @@ def test_from_a_pipe_nothing_is_asked(tmp_path: Path) -> None:
     bare = subprocess.run(scaffold, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     assert "Commands:" in bare.stdout + bare.stderr and "Start now?" not in bare.stdout + bare.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_typed_answer_is_refused_in_the_words_of_the_data_option(cli, run, tmp_path: Path) -> None:
+    """Typed answers go through the `--data` checker first (then the template's validator): the same reason."""
+    data = cli("new", "io-processor", "my_io", "--dest", str(tmp_path / "data"), "--data", "max_texts=abc")
+    assert data.exit_code == 2
+    reason = "max_texts takes a whole number, got 'abc'"
+    assert f"--data max_texts=abc: {reason}" in " ".join(data.stderr.split())
+    terminal = run("new", "io-processor", "my_io", "--dest", "asked")
+    accept_defaults(terminal, "package")
+    terminal.wait_for("max_texts:")
+    terminal.answer("abc")
+    terminal.wait_for(reason)
+    terminal.answer("0")  # a whole number, out of the template's range: its own validator speaks
+    terminal.wait_for("max_texts 0 must be between 1 and 4096")
+    terminal.answer("8")
+    terminal.wait_for(f"created {tmp_path / 'asked'}")
+    assert terminal.exit_status() == 0
+    assert (tmp_path / "asked" / "pyproject.toml").is_file()

@@ -30,8 +30,21 @@ def check_answers(template: str, data: dict[str, str]) -> dict[str, str]:
     return {key: check_answer(key, value, asked[key]) for key, value in data.items()}
 
 
+class AnswerRefused(ScaffoldError):
+    """An answer its question does not accept. `reason` ("max_texts takes a whole number, got 'abc'") is what
+    both paths show: after `--data KEY=VALUE:` on the command line, on its own when asked on a terminal."""
+
+    def __init__(self, key: str, value: str, reason: str, fix: str) -> None:
+        super().__init__(f"--data {key}={repr(value)[1:-1]}: {reason}", fix)
+        self.reason = reason
+
+
 def check_answer(key: str, value: str, question: dict[str, Any]) -> str:
-    """`value` for question `key`, normalised (`YES` -> `true`); a one-line ScaffoldError when it is not accepted."""
+    """`value` for question `key`, normalised (`YES` -> `true`); a one-line AnswerRefused when it is not accepted.
+
+    The `--data` path checks every answer here; a question asked on a terminal checks the typed text here too
+    (vllm_scaffold.prompts), before the template's own validator.
+    """
     kind = question.get("type", "str")
     choices = question.get("choices")
     if choices:
@@ -73,8 +86,7 @@ def _example(question: dict[str, Any], fallback: str) -> str:
     return fallback if default is None or "{{" in str(default) else str(default)
 
 
-def _refuse(key: str, value: str, accepted: str, example: str | None, *, show_value: bool = True) -> ScaffoldError:
-    got = f", got {value!r}" if show_value else ""
-    value = repr(value)[1:-1]  # a line break in the value must not break the one-line message
+def _refuse(key: str, value: str, accepted: str, example: str | None, *, show_value: bool = True) -> AnswerRefused:
+    got = f", got {value!r}" if show_value else ""  # repr: a line break must not break the one-line message
     fix = f"pass e.g. --data {key}={example}" if example is not None else f"pass another value with --data {key}=..."
-    return ScaffoldError(f"--data {key}={value}: {key} takes {accepted}{got}", fix)
+    return AnswerRefused(key, value, f"{key} takes {accepted}{got}", fix)

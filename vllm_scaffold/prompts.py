@@ -73,14 +73,19 @@ def choose(message: str, choices: list[tuple[str, str]]) -> str:
 
 
 @contextmanager
-def copier_questions(heading: str) -> Iterator[None]:
+def copier_questions(heading: str, template: str) -> Iterator[None]:
     """While copier asks a template's questions, asks them the way the rest of the tool does.
 
     Copier hands each question to `questionary.unsafe_prompt` as a questionary structure; questionary shows a
     help text longer than one line cut at the terminal's edge and a refusal in a one-line toolbar. In its
     place the help and every refusal are printed word-wrapped, and questionary asks only for the value.
-    `heading` is printed before the first question the template really asks.
+    `heading` is printed before the first question the template really asks. Each typed answer is checked
+    against its question in `template` by the checker `--data` answers go through (vllm_scaffold.answers), so
+    both paths refuse a value with the same words, then by the template's own validator.
     """
+    from vllm_scaffold.rendering import questions
+
+    asked = questions(template)
     import copier
 
     module = sys.modules[copier.run_copy.__module__]
@@ -97,7 +102,7 @@ def copier_questions(heading: str) -> Iterator[None]:
             return answers
         if pending:
             say(pending.pop(), style=HEADING)
-        answers[question["name"]] = _ask_copier_question(question)
+        answers[question["name"]] = _ask_copier_question(question, asked.get(question["name"], {}))
         return answers
 
     original = module.unsafe_prompt
@@ -108,7 +113,7 @@ def copier_questions(heading: str) -> Iterator[None]:
         module.unsafe_prompt = original
 
 
-def _ask_copier_question(question: Mapping[str, Any]) -> Any:
+def _ask_copier_question(question: Mapping[str, Any], declared: dict[str, Any]) -> Any:
     name = question["name"]
     # copier's message is the help followed by a line break, or `name (type)` when the question has no help
     help_text = " ".join(str(question.get("message", "")).split())
@@ -122,7 +127,9 @@ def _ask_copier_question(question: Mapping[str, Any]) -> Any:
             raw = questionary.unsafe_prompt([spec])[name]
         except EOFError:
             raise KeyboardInterrupt from None  # copier reports an interrupted question, not a missing terminal
-        verdict = validate(raw) if validate else True
+        verdict = _checked(name, raw, declared)
+        if verdict is True:
+            verdict = validate(raw) if validate else True
         if verdict is True:
             break
         refuse(re.sub(r"^Validation error for question '[^']*': ", "", str(verdict)))
@@ -130,3 +137,16 @@ def _ask_copier_question(question: Mapping[str, Any]) -> Any:
             spec["default"] = raw
     cast = question.get("filter")
     return cast(raw) if cast else raw
+
+
+def _checked(name: str, raw: Any, declared: dict[str, Any]) -> str | bool:
+    """True when the answer checker accepts typed text `raw` for question `name`, else its reason."""
+    from vllm_scaffold.answers import AnswerRefused, check_answer
+
+    if not isinstance(raw, str) or declared.get("choices"):  # a yes/no or a pick from the offered choices
+        return True
+    try:
+        check_answer(name, raw, declared)
+    except AnswerRefused as refusal:
+        return refusal.reason
+    return True

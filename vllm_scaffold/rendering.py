@@ -76,7 +76,7 @@ def render(
         from vllm_scaffold.prompts import copier_questions
 
         what = f"the {context['seam']} component {context['name']}" if "seam" in context else "the package"
-        asking = copier_questions(f"Questions about {what}")
+        asking = copier_questions(f"Questions about {what}", template)
     try:
         with asking:
             worker = copier.run_copy(
