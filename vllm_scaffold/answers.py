@@ -39,6 +39,17 @@ class AnswerRefused(ScaffoldError):
         self.reason = reason
 
 
+def recorded_data(template: str, answers: dict[str, Any]) -> dict[str, str]:
+    """The recorded `answers` of a render (from `.vllm-scaffold/*.yml`) as --data for `template`'s questions."""
+    from vllm_scaffold.rendering import questions
+
+    asked = questions(template)
+    as_text = {True: "true", False: "false"}
+    return {
+        key: as_text[value] if isinstance(value, bool) else str(value) for key, value in answers.items() if key in asked
+    }
+
+
 def check_answer(key: str, value: str, question: dict[str, Any]) -> str:
     """`value` for question `key`, normalised (`YES` -> `true`); a one-line AnswerRefused when it is not accepted.
 

@@ -81,12 +81,12 @@ class Changeset:
         """Write new files, then replace edited ones atomically."""
         self.check()
         for relpath, content in self.created.items():
-            _write_atomically(self.root / relpath, content)
+            write_atomically(self.root / relpath, content)
         for relpath, (_, after) in self.edited.items():
-            _write_atomically(self.root / relpath, after)
+            write_atomically(self.root / relpath, after)
 
 
-def _write_atomically(path: Path, content: str) -> None:
+def write_atomically(path: Path, content: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -8,7 +8,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_scaffold import HARNESS_REQUIREMENT, names
+import yaml
+
+from vllm_scaffold import HARNESS_REQUIREMENT, names, snapshot
+from vllm_scaffold.answers import recorded_data
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
 from vllm_scaffold.component import add_component, answers_file, split_data
@@ -72,6 +75,7 @@ def new_package(
         files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
         if dry_run:
             return Result(dest, [f"create {dest.name}/{path}" for path in files])
+        snapshot.record(stage)
         if dest.exists():
             dest.rmdir()
         if scratch_parent is None:
@@ -91,8 +95,21 @@ def add_to_project(
     project = Project.load(root.absolute())
     changes = Changeset(project.root, project.package)
     add_component(changes, project, seam, name, data, module=name, interactive=interactive)
-    if dry_run:
-        changes.check()
-    else:
-        changes.apply()  # checks first, writes only if everything checks
+    changes.check()
+    # The snapshot takes the same component with the answers just given, so `update` can merge against it.
+    answers = yaml.safe_load(changes.created[f"{snapshot.RECORDS_DIR}/{seam.key}-{name}.yml"])["answers"]
+    assert seam.template is not None
+    base_data = recorded_data(seam.template, answers)
+    base = snapshot.plan_on_base(
+        project,
+        lambda on_base, base_project: add_component(
+            on_base, base_project, seam, name, base_data, module=name, interactive=False
+        ),
+    )
+    if base is not None:
+        base.check()
+    if not dry_run:
+        changes.apply()
+        if base is not None:
+            base.apply()
     return Result(project.root, changes.describe())

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli import add, doctor, explain, listing, new
+from vllm_scaffold.cli import add, doctor, explain, listing, new, update
 from vllm_scaffold.cli._options import on_terminal
 
 app = typer.Typer(
@@ -48,6 +48,7 @@ app.command("add")(add.command)
 app.command("list")(listing.command)
 app.command("explain")(explain.command)
 app.command("doctor")(doctor.command)
+app.command("update")(update.command)
 
 
 def main() -> None:

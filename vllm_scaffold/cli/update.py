@@ -1,0 +1,36 @@
+"""`vllm-scaffold update`: a generated package brought to the installed templates, your edits kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vllm_scaffold.cli._options import DryRun, reporting
+
+
+def command(
+    project: Annotated[Path, typer.Option("--project", help="The package to update (made by 'new').")] = Path(),
+    dry_run: DryRun = False,
+) -> None:
+    """Re-render a generated package from its recorded answers and merge three ways with your edits.
+
+    Template changes are applied and your edits kept; where both changed the same lines the file gets
+    conflict markers, is listed, and the exit code is 1.
+    """
+    with reporting():
+        from vllm_scaffold import console
+        from vllm_scaffold.update import plan_update
+
+        plan = plan_update(project)
+        console.lines(plan.lines or ["up to date: the package matches the installed templates"])
+        if dry_run:
+            console.lines(plan.diffs)
+            console.line("dry run: nothing was written")
+        else:
+            plan.apply()
+        if plan.conflicts:
+            console.line(f"{len(plan.conflicts)} to resolve by hand: {', '.join(plan.conflicts)}")
+    if plan.conflicts:
+        raise typer.Exit(1)
