@@ -1,0 +1,182 @@
+"""`MyLpLogitsProcessor` inside real vLLM engines, reached through its entry point alone.
+
+No test passes `logits_processors=`: the processor is active because the package is installed (the
+harness installs it privately for this session), exactly as it will be for users. The CPU engine runs the
+V1 model runner; the `gpu` test runs Model Runner V2 on CUDA.
+
+What each test proves:
+- half of a batch carries `target_token` and half does not: the first half emits only allowed tokens, the
+  second half is token for token what the engine generates without the parameter (a broken update_state
+  masks the wrong rows and fails one half or the other);
+- requests finish at different lengths, so rows are removed and moved while others still decode;
+- greedy and random sampling are both masked (is_argmax_invariant() is False);
+- a bad value fails that request with VLLMValidationError and the engine keeps serving;
+- the same with multiprocessing on (processor in the engine-core process, validation in the front end);
+- over HTTP: "vllm_xargs" reaches the processor, a bad value is HTTP 400 with the processor's message.
+The last two start separate processes and are marked slow (`pytest --slow` runs them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+
+from vllm import SamplingParams  # noqa: E402
+from vllm.exceptions import VLLMValidationError  # noqa: E402
+
+from my_lp.logits.processor import PARAM  # noqa: E402
+
+pytestmark = pytest.mark.engine
+
+PROMPTS = [
+    "Hello world",
+    "The quick brown fox",
+    "Once upon a time",
+    "vLLM plugins are",
+    "A tiny model says",
+    "Numbers: one two",
+    "The capital of",
+    "Kernels and tokens",
+]
+BAD_VALUES = [-3, "seven", 1.5]
+
+
+def pick_allowed(avoid: set[int]) -> int:
+    """A token id that the unmasked run never produced, so masking to it is visible."""
+    return next(token for token in range(100, 500) if token not in avoid)
+
+
+def allowed_set(value: int) -> set[int]:
+    return {value}
+
+
+def lengths(i: int) -> int:
+    """Different max_tokens per request: short requests finish and free rows while long ones decode."""
+    return 3 + 5 * (i % 3)
+
+
+def sampling(i: int, extra: dict[str, Any] | None, temperature: float) -> SamplingParams:
+    return SamplingParams(
+        max_tokens=lengths(i), temperature=temperature, seed=1234 + i, ignore_eos=True, extra_args=extra
+    )
+
+
+def token_ids(outputs: list[Any]) -> list[list[int]]:
+    return [list(output.outputs[0].token_ids) for output in outputs]
+
+
+@pytest.fixture
+def llm(module_llm):
+    return module_llm()
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "random"])
+def test_half_the_batch_is_masked_and_the_other_half_untouched(llm, temperature: float) -> None:
+    baseline = token_ids(llm.generate(PROMPTS, [sampling(i, None, temperature) for i in range(len(PROMPTS))]))
+    allowed = pick_allowed({token for ids in baseline for token in ids})
+
+    params = [sampling(i, {PARAM: allowed} if i % 2 == 0 else None, temperature) for i in range(len(PROMPTS))]
+    outputs = token_ids(llm.generate(PROMPTS, params))
+
+    for i, ids in enumerate(outputs):
+        assert len(ids) == lengths(i), f"request {i} stopped early"
+        if i % 2 == 0:
+            assert set(ids) <= allowed_set(allowed), f"request {i} carried {PARAM} but emitted {ids}"
+        else:
+            assert ids == baseline[i], f"request {i} did not carry {PARAM} but its tokens changed"
+
+
+def test_bad_values_fail_the_request_and_the_engine_keeps_serving(llm) -> None:
+    for bad in BAD_VALUES:
+        with pytest.raises(VLLMValidationError, match=PARAM):
+            llm.generate(["Hello world"], SamplingParams(max_tokens=2, extra_args={PARAM: bad}))
+    allowed = pick_allowed(set())
+    params = SamplingParams(max_tokens=4, temperature=0.0, extra_args={PARAM: allowed})
+    (output,) = llm.generate(["Hello world"], params)
+    assert set(output.outputs[0].token_ids) <= allowed_set(allowed)
+
+
+MULTIPROCESS_SCRIPT = """
+from vllm import LLM, SamplingParams
+from vllm.exceptions import VLLMValidationError
+
+PROMPTS = ["Hello world", "Once upon a time", "The quick brown fox", "Numbers: one two"]
+
+
+def run(llm, extra):
+    params = [
+        SamplingParams(
+            max_tokens=3 + 4 * (i % 2), temperature=0.0, ignore_eos=True, extra_args=extra if i < 2 else None
+        )
+        for i in range(len(PROMPTS))
+    ]
+    return [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, params)]
+
+
+if __name__ == "__main__":
+    llm = LLM(**{llm_kwargs!r})
+    baseline = run(llm, None)
+    seen = {{token for ids in baseline for token in ids}}
+    candidates = [token for token in range(100, 500) if token not in seen]
+    allowed = {allowed_expr}
+    outputs = run(llm, {{{param!r}: allowed}})
+    assert all(set(ids) <= {allowed_set_expr} for ids in outputs[:2]), outputs
+    assert outputs[2:] == baseline[2:], (outputs, baseline)
+    try:
+        llm.generate(["Hello world"], SamplingParams(max_tokens=2, extra_args={{{param!r}: {bad!r}}}))
+    except VLLMValidationError as error:
+        print("REJECTED:", error)
+    else:
+        raise AssertionError("a bad value was accepted")
+    assert llm.generate(["Hello world"], SamplingParams(max_tokens=2))[0].outputs[0].token_ids
+    print("OK")
+"""
+
+
+def multiprocess_script(llm_kwargs: dict[str, Any]) -> str:
+    return MULTIPROCESS_SCRIPT.format(
+        llm_kwargs=llm_kwargs,
+        allowed_expr="candidates[0]",
+        allowed_set_expr="{allowed}",
+        param=PARAM,
+        bad=BAD_VALUES[0],
+    )
+
+
+@pytest.mark.slow
+def test_with_multiprocessing(run_python, llm_kwargs: dict[str, Any]) -> None:
+    result = run_python(multiprocess_script(llm_kwargs), env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
+    assert "REJECTED:" in result.stdout and PARAM in result.stdout
+    assert "OK" in result.stdout.splitlines(), result.stdout[-4000:]
+
+
+@pytest.mark.slow
+def test_over_http_vllm_xargs_reaches_the_processor(module_server) -> None:
+    server = module_server()
+    body = {"prompt": "Hello world", "max_tokens": 5, "temperature": 0.0, "ignore_eos": True}
+    body["return_token_ids"] = True
+
+    status, plain = server.post("/v1/completions", body)
+    assert status == 200, plain
+    allowed = pick_allowed(set(plain["choices"][0]["token_ids"]))
+
+    status, masked = server.post("/v1/completions", {**body, "vllm_xargs": {PARAM: allowed}})
+    assert status == 200, masked
+    assert set(masked["choices"][0]["token_ids"]) <= allowed_set(allowed)
+
+    status, error = server.post("/v1/completions", {**body, "vllm_xargs": {PARAM: BAD_VALUES[0]}})
+    assert status == 400, error
+    assert PARAM in str(error)
+    status, again = server.post("/v1/completions", body)
+    assert status == 200 and again["choices"][0]["token_ids"] == plain["choices"][0]["token_ids"], again
+
+
+@pytest.mark.gpu
+def test_model_runner_v2_on_cuda(run_python, llm_kwargs: dict[str, Any]) -> None:
+    """Model Runner V2 (the CUDA default) loads the same entry point and masks the same way."""
+    script = multiprocess_script({**llm_kwargs, "gpu_memory_utilization": 0.3})
+    result = run_python(script, env={"VLLM_USE_V2_MODEL_RUNNER": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+    assert "OK" in result.stdout.splitlines(), result.stdout[-4000:]
