@@ -258,3 +258,15 @@ def test_toml_merge_takes_template_keys_and_keeps_yours_and_comments() -> None:
         "tool": {"x": {"v": 2, "new": 1}},
     }
     assert "# ours" in result.text and result.keys == ["tool.x.v"]
+
+
+def test_a_recorded_answer_the_templates_refuse_names_its_file(cli, package: Path) -> None:
+    record = package / ".vllm-scaffold/package.yml"
+    edit(record, lambda text: text.replace("vllm_range: '>=", "vllm_range: '>=9.9,<=", 1))
+    before = snapshot(package)
+
+    result = run_update(cli, package)
+
+    assert result.exit_code == 2, result.output
+    assert "rendering .vllm-scaffold/package.yml or " in result.output and "correct that answer" in result.output
+    assert snapshot(package) == before

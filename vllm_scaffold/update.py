@@ -17,6 +17,8 @@ from __future__ import annotations
 import difflib
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,10 +107,16 @@ def _records(root: Path, project: Project) -> dict[str, dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
     for stem in stems:
         path = records_dir / f"{stem}.yml"
+        if not path.is_file() and stem == PACKAGE_TEMPLATE:
+            raise ScaffoldError(
+                f"{path} is missing: update re-renders packages made by 'vllm-scaffold new'",
+                "restore it from version control; a project 'new' did not make is compared with a fresh "
+                "'vllm-scaffold new' by hand",
+            )
         if not path.is_file():
             raise ScaffoldError(
-                f"{path} is missing, so the package cannot be generated again",
-                "restore it from version control (update re-renders packages made by 'vllm-scaffold new')",
+                f"{path} is missing, so component '{stem}' cannot be generated again",
+                "restore it from version control",
             )
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
         if not isinstance(record, dict) or not isinstance(record.get("answers"), dict):
@@ -122,33 +130,47 @@ def render_fresh(records: dict[str, dict[str, Any]]) -> dict[str, str]:
     package_answers = records[PACKAGE_TEMPLATE]["answers"]
     package = str(package_answers.get("package"))
     (first, first_record), *rest = [(stem, record) for stem, record in records.items() if stem != PACKAGE_TEMPLATE]
+    first_answers = first_record["answers"]
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-update-") as scratch:
         dest = Path(scratch) / package
-        seam = templated_seam(first.removesuffix(f"-{package}"))
-        if first != f"{seam.key}-{package}" or first_record["answers"].get("module") != seam.module:
-            raise ScaffoldError(
-                f"the first component '{first}' is not the one 'vllm-scaffold new' made",
-                "keep the component 'new' created first in [[tool.vllm-scaffold.components]]",
-            )
-        assert seam.template is not None
-        data = {**recorded_data(PACKAGE_TEMPLATE, package_answers), **_component_data(first_record)}
-        new_package(seam.key, package, dest, data, interactive=False, dry_run=False)
+        with _answers_of(f".vllm-scaffold/{PACKAGE_TEMPLATE}.yml or .vllm-scaffold/{first}.yml"):
+            seam = templated_seam(str(first_answers.get("seam")))
+            if first_answers.get("name") != package or first_answers.get("module") != seam.module:
+                raise ScaffoldError(
+                    f"the first component '{first}' is not the one 'vllm-scaffold new' made",
+                    "keep the component 'new' created first in [[tool.vllm-scaffold.components]]",
+                )
+            data = {**recorded_data(PACKAGE_TEMPLATE, package_answers), **_component_data(first_record)}
+            new_package(seam.key, package, dest, data, interactive=False, dry_run=False)
         shutil.rmtree(dest / snapshot.BASE_DIR)  # the adds below need no snapshot of their own
-        for _, record in rest:
+        for stem, record in rest:
             answers = record["answers"]
-            add_to_project(
-                str(answers["seam"]),
-                str(answers["name"]),
-                dest,
-                _component_data(record),
-                interactive=False,
-                dry_run=False,
-            )
+            with _answers_of(f".vllm-scaffold/{stem}.yml"):
+                add_to_project(
+                    str(answers.get("seam")),
+                    str(answers.get("name")),
+                    dest,
+                    _component_data(record),
+                    interactive=False,
+                    dry_run=False,
+                )
         return {
             path.relative_to(dest).as_posix(): path.read_text(encoding="utf-8")
             for path in sorted(dest.rglob("*"))
             if path.is_file()
         }
+
+
+@contextmanager
+def _answers_of(records: str) -> Iterator[None]:
+    """A recorded answer the current templates refuse is named with the file that holds it."""
+    try:
+        yield
+    except ScaffoldError as error:
+        raise ScaffoldError(
+            f"rendering {records} again: {error.problem}",
+            f"correct that answer in {records}, then run update again",
+        ) from None
 
 
 def _component_data(record: dict[str, Any]) -> dict[str, str]:
