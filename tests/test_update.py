@@ -270,3 +270,13 @@ def test_a_recorded_answer_the_templates_refuse_names_its_file(cli, package: Pat
     assert result.exit_code == 2, result.output
     assert "rendering .vllm-scaffold/package.yml or " in result.output and "correct that answer" in result.output
     assert snapshot(package) == before
+
+
+def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date(cli, tmp_path: Path) -> None:
+    root = generate(tmp_path / PACKAGE)
+    added = cli("add", "linear-kernel", "mm", "--defaults", "--data", "kind=mp", "--project", str(root))
+    assert added.exit_code == 0, added.output
+
+    plan = plan_update(root)
+
+    assert (plan.writes, plan.removals, plan.conflicts) == ({}, [], [])

@@ -43,8 +43,8 @@ def recorded_data(template: str, answers: dict[str, Any]) -> dict[str, str]:
     """The recorded `answers` of a render (from `.vllm-scaffold/*.yml`) as --data for `template`'s questions."""
     from vllm_scaffold.rendering import questions
 
-    asked = questions(template)
-    as_text = {True: "true", False: "false"}
+    asked = {key for key, question in questions(template).items() if question.get("when", True) is not False}
+    as_text = {True: "true", False: "false"}  # derived (`when: false`) values are left to be computed again
     return {
         key: as_text[value] if isinstance(value, bool) else str(value) for key, value in answers.items() if key in asked
     }
