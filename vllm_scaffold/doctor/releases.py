@@ -22,10 +22,12 @@ from vllm_scaffold.doctor import suppress
 from vllm_scaffold.doctor.callers import CallSites
 from vllm_scaffold.doctor.codes import severity_of
 from vllm_scaffold.doctor.findings import Finding, Report, Severity
+from vllm_scaffold.doctor.installed import ENDPOINT
 from vllm_scaffold.doctor.override_callers import OverrideCallers
 from vllm_scaffold.doctor.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
+from vllm_scaffold.vllm_facts.routes import declared_routes
 
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
@@ -226,6 +228,7 @@ class ReleaseCheck:
             self.calls(module)
             self.dotted_strings(module)
         self.subclasses()
+        self.endpoint_routes()
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
@@ -244,6 +247,29 @@ class ReleaseCheck:
     def _elsewhere(self, qualname: str) -> str:
         found = sorted((o.version for o in self.others if o.resolve(qualname).exists), key=_version)
         return f" (it exists in {', '.join(found)})" if found else ""
+
+    # -- endpoint routes -----------------------------------------------------------------------------------
+
+    def endpoint_routes(self) -> None:
+        """A route of an endpoint plugin on one of vLLM's own paths, on a release where vLLM's route wins."""
+        core = set(self.index.registry("http_routes"))
+        if not core or vllm_facts.endpoint_routes_replace_core(self.index.version):
+            return
+        if not self.package.entry_points_in(ENDPOINT):
+            return
+        for _name, module in self._modules():
+            if module.tree is None or module.rel.startswith("tests/"):
+                continue
+            for route, node in declared_routes(module.tree):
+                if route in core:
+                    self.report(
+                        "vllm-endpoint-route-shadowed",
+                        Place(module, node, None),
+                        f"{route} is also a route of {self.release}'s own server, which attaches endpoint plugins "
+                        "after its own routes and serves the first match: this route is never reached "
+                        "(from vLLM 0.32 the plugin's route replaces vLLM's)",
+                        "serve it under a path of the plugin's own, or declare a vLLM range from 0.32.0",
+                    )
 
     # -- imports -------------------------------------------------------------------------------------------
 

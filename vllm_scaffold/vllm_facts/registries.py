@@ -8,6 +8,7 @@ Each list is what vLLM itself registers, found where vLLM defines it rather than
 - quantization methods: the strings of the `QuantizationMethods` Literal;
 - KV connectors: the names of the module-level `KVConnectorFactory.register_connector(...)` calls;
 - model architectures: the keys of the dicts `_VLLM_MODELS` is merged from;
+- HTTP routes: "METHOD /path" of every route vLLM's API servers declare in `vllm.entrypoints` (`routes.py`);
 - CustomOps: every class that inherits, through any chain of vLLM classes, from `CustomOp` or
   `PluggableLayer` in `custom_op` modules, keyed by class name (what `register_oot` matches), with the name
   of its `@CustomOp.register("...")` decorator ("" when it has none).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ast
 
 from vllm_scaffold.vllm_facts.index import ReleaseIndex, Symbol
+from vllm_scaffold.vllm_facts.routes import declared_routes
 
 _OP_ROOTS = {"CustomOp", "PluggableLayer"}
 
@@ -32,9 +34,20 @@ def read_registries(modules: dict[str, dict], trees: dict[str, ast.Module]) -> d
             "quantization_methods": _quantization_methods(trees),
             "kv_connectors": _kv_connectors(trees),
             "architectures": _architectures(trees),
+            "http_routes": _http_routes(trees),
         },
         "custom_ops": _custom_ops(index),
     }
+
+
+def _http_routes(trees: dict[str, ast.Module]) -> list[str]:
+    found = {
+        route
+        for module, tree in trees.items()
+        if module == "vllm.entrypoints" or module.startswith("vllm.entrypoints.")
+        for route, _ in declared_routes(tree)
+    }
+    return sorted(found)
 
 
 def _constant(index: ReleaseIndex, trees: dict[str, ast.Module], module: str, expr: ast.expr) -> str | None:
