@@ -44,7 +44,8 @@ def fetch(plugin: dict) -> Path:
         return found[0]
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(into)]
     command += [*_KIND_FLAGS[plugin["kind"]], *plugin.get("pip", []), f"{plugin['name']}=={plugin['version']}"]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    environ = {**os.environ, **plugin.get("env", {})}  # what its setup.py needs to prepare the metadata
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env=environ)
     found = sorted(p for p in into.glob("*") if p.is_file()) if into.is_dir() else []
     if completed.returncode != 0 or not found:
         reason = (completed.stderr or completed.stdout).strip().splitlines()
