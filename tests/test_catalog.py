@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import CATALOG_DIR, _seam_from_table, load_catalog
 from vllm_scaffold.errors import ScaffoldError
 
@@ -38,3 +39,16 @@ def test_every_seam_has_a_category_and_categories_group_related_seams() -> None:
 
 def test_custom_op_offers_its_ops_as_a_declared_field() -> None:
     assert {"SiluAndMul", "RMSNorm"} <= set(load_catalog()["custom-op"].ops)
+
+
+@pytest.mark.parametrize("version", vllm_facts.checked_versions())
+def test_catalog_facts_hold_in_every_verified_release(version: str) -> None:
+    """The entry-point groups and the in-tree classes the catalog names are there in each release's index."""
+    index = vllm_facts.shipped(version)
+    for seam in load_catalog().values():
+        groups = {seam.group} if seam.group else set()
+        groups |= {entry_point.group for entry_point in seam.entry_points}
+        assert groups <= set(index.entry_point_groups), (seam.key, version)
+        for op, where in seam.ops.items():
+            assert index.custom_ops.get(op) == where["registry_name"], (op, version)
+            assert index.resolve(f"{where['module']}.{op}").kind == "class", (op, version)

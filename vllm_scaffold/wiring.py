@@ -15,9 +15,10 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vllm_scaffold.catalog import entry_point_group
 from vllm_scaffold.project import PLUGIN_MODULE, Project
 
-PLUGIN_GROUP = "vllm.general_plugins"
+PLUGIN_GROUP = entry_point_group("general-plugin")
 
 
 @dataclass
@@ -33,7 +34,7 @@ class Wiring:
 def plan(project: Project) -> Wiring:
     """The wiring for one more component of `project`."""
     ours = f"{project.package}.{PLUGIN_MODULE}:register"
-    declared = {ep.name: ep.value for ep in project.model.entry_points_in(PLUGIN_GROUP)}
+    declared = {ep.name: ep.value for ep in project.entry_points_in(PLUGIN_GROUP)}
     through = next((name for name, target in declared.items() if target == ours), None)
     if through is not None:
         return Wiring(through=through, notes=[f"registration: through the general plugin '{through}' ({ours})"])

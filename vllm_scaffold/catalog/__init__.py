@@ -135,6 +135,13 @@ def get_seam(key: str) -> Seam:
     raise ScaffoldError(f"unknown seam '{key}'", hint)
 
 
+def entry_point_group(key: str) -> str:
+    """The entry-point group through which vLLM loads seam `key`."""
+    group = get_seam(key).group
+    assert group is not None, f"seam {key} is not loaded through an entry-point group"
+    return group
+
+
 def templated_seam(key: str) -> Seam:
     """The seam for `key` if it has a template; a ScaffoldError otherwise."""
     seam = get_seam(key)

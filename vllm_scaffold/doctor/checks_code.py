@@ -23,8 +23,7 @@ from vllm_scaffold.doctor.source import (
     reached_modules,
     resolve_relative,
 )
-
-LINEAR_KERNEL_KINDS = ("mp", "int8", "fp8", "mxfp8", "nvfp4", "mxfp4", "mxfp6")
+from vllm_scaffold.vllm_facts import linear_kernels
 
 
 def registration_timing(ctx: Context) -> list[Finding]:
@@ -226,10 +225,10 @@ def linear_kernel_kinds(ctx: Context) -> list[Finding]:
             "linear-kernel-bad-kind",
             call.where,
             f"kernel_type '{kind}' is not one register_linear_kernel accepts: it raises ValueError in every process",
-            f"use one of {', '.join(LINEAR_KERNEL_KINDS)}",
+            f"use one of {', '.join(linear_kernels.KINDS)}",
         )
         for call in all_calls(ctx.package, frozenset({"register_linear_kernel"}))
-        if (kind := call.constant(2, "kernel_type")) is not None and kind not in LINEAR_KERNEL_KINDS
+        if (kind := call.constant(2, "kernel_type")) is not None and kind not in linear_kernels.KINDS
     ]
 
 
@@ -516,22 +515,31 @@ def _entry_point_functions(ctx: Context, group: str) -> Iterator[tuple[DeclaredE
             yield ep, module, node
 
 
+def _side_effect_warnings(
+    ctx: Context, group: str, code: str, *, all_kinds: bool, consequence: str, fix: str
+) -> Iterator[tuple[DeclaredEntryPoint, Module, ast.AST, Finding | None]]:
+    """Each function an entry point of `group` names, with a `code` warning when it has side effects:
+    "<what> <attr>() <effects>: <consequence>"."""
+    what = "platform detector" if group == vllm_facts.PLATFORM else "general plugin"
+    for ep, module, node in _entry_point_functions(ctx, group):
+        effects = _effects_through_calls(ctx, module, node, all_kinds=all_kinds)
+        message = f"{what} {ep.attr}() {'; '.join(sorted(effects))}: {consequence}"
+        yield ep, module, node, warning(code, module.where(node), message, fix) if effects else None
+
+
 def platform_detectors(ctx: Context) -> list[Finding]:
     """vLLM calls each detector once during detection and again for the winner, in every process."""
     findings = []
-    for ep, module, detector in _entry_point_functions(ctx, vllm_facts.PLATFORM):
-        effects = _effects_through_calls(ctx, module, detector, all_kinds=True)
-        if effects:
-            findings.append(
-                warning(
-                    "platform-detector-side-effects",
-                    module.where(detector),
-                    f"platform detector {ep.attr}() {'; '.join(sorted(effects))}: vLLM calls it at least "
-                    "twice in every process, even when another platform wins",
-                    "only probe and return the Platform's dotted path or None; move setup into the Platform "
-                    "class (check_and_update_config, pre_register_and_update)",
-                )
-            )
+    for ep, module, detector, side_effects in _side_effect_warnings(
+        ctx,
+        vllm_facts.PLATFORM,
+        "platform-detector-side-effects",
+        all_kinds=True,
+        consequence="vLLM calls it at least twice in every process, even when another platform wins",
+        fix="only probe and return the Platform's dotted path or None; move setup into the Platform class "
+        "(check_and_update_config, pre_register_and_update)",
+    ):
+        findings += [side_effects] if side_effects else []
         if not _can_return_none(detector):
             findings.append(
                 error(
@@ -577,22 +585,17 @@ def _falls_through(body: list[ast.stmt]) -> bool:
 
 def general_plugin_side_effects(ctx: Context) -> list[Finding]:
     """register() runs in every vLLM process: environment writes and monkeypatches there apply everywhere."""
-    findings = []
-    for ep, module, node in _entry_point_functions(ctx, vllm_facts.GENERAL):
-        effects = _effects_through_calls(ctx, module, node, all_kinds=False)
-        if effects:
-            findings.append(
-                warning(
-                    "general-plugin-side-effects",
-                    module.where(node),
-                    f"general plugin {ep.attr}() {'; '.join(sorted(effects))}: it runs in every vLLM process "
-                    "(front end, engine core, workers), so the change applies to every model, and a patched "
-                    "vLLM or torch attribute breaks silently when that attribute is renamed",
-                    "use vLLM's registration APIs; set environment in the launcher or the Platform class; if "
-                    "the patch is intended, mark it with # doctor: ignore[general-plugin-side-effects]",
-                )
-            )
-    return findings
+    found = _side_effect_warnings(
+        ctx,
+        vllm_facts.GENERAL,
+        "general-plugin-side-effects",
+        all_kinds=False,
+        consequence="it runs in every vLLM process (front end, engine core, workers), so the change applies to "
+        "every model, and a patched vLLM or torch attribute breaks silently when that attribute is renamed",
+        fix="use vLLM's registration APIs; set environment in the launcher or the Platform class; if the patch "
+        "is intended, mark it with # doctor: ignore[general-plugin-side-effects]",
+    )
+    return [finding for *_, finding in found if finding is not None]
 
 
 def io_processor_names(ctx: Context) -> list[Finding]:

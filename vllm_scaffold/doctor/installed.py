@@ -18,14 +18,17 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold import vllm_facts
+from vllm_scaffold.catalog import entry_point_group
 from vllm_scaffold.vllm_facts import ReleaseIndex
 
-GENERAL = "vllm.general_plugins"
-PLATFORM = "vllm.platform_plugins"
-IO_PROCESSOR = "vllm.io_processor_plugins"
-STAT_LOGGER = "vllm.stat_logger_plugins"
-ENDPOINT = "vllm.endpoint_plugins"
-LOGITS = "vllm.logits_processors"
+# The entry-point groups the checks name, as the catalog states them (tests/test_catalog.py finds each one
+# among the groups every verified release reads).
+GENERAL = entry_point_group("general-plugin")
+PLATFORM = entry_point_group("platform")
+IO_PROCESSOR = entry_point_group("io-processor")
+STAT_LOGGER = entry_point_group("stat-logger")
+ENDPOINT = entry_point_group("endpoint")
+LOGITS = entry_point_group("logits-processor")
 # GROUPS (every group the release reads) and FILTERED_GROUPS (those VLLM_PLUGINS filters) come from the
 # release's index: see __getattr__ below.
 

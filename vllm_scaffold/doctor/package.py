@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_scaffold.project import EntryPoint, PluginProject
-from vllm_scaffold.project.model import Requirement
+from vllm_scaffold.project.model import ProjectView
 
 DeclaredEntryPoint = EntryPoint  # the name the checks use
 
@@ -71,7 +71,7 @@ class Module:
 
 
 @dataclass
-class PluginPackage:
+class PluginPackage(ProjectView):
     project: PluginProject
     modules: dict[str, Module] = field(default_factory=dict)
     install_from: Path | None = None  # what `pip install` takes to install it (the live probe), when anything
@@ -95,33 +95,6 @@ class PluginPackage:
                 module = _parse(found.name, found.path, project.root, found.is_package)
                 package.modules.setdefault(found.name, module)
         return package
-
-    @property
-    def root(self) -> Path:
-        return self.project.root
-
-    @property
-    def pyproject(self) -> dict:
-        return self.project.pyproject
-
-    @property
-    def dist_name(self) -> str:
-        return self.project.name
-
-    @property
-    def manifest(self) -> dict:
-        return self.project.manifest
-
-    @property
-    def entry_points(self) -> list[EntryPoint]:
-        return self.project.entry_points
-
-    def entry_points_in(self, group: str) -> list[EntryPoint]:
-        return self.project.entry_points_in(group)
-
-    @property
-    def requirements(self) -> list[Requirement]:
-        return self.project.requirements
 
     def parsed(self) -> list[Module]:
         return [m for m in self.modules.values() if m.tree is not None]

@@ -23,6 +23,7 @@ import sys
 from types import SimpleNamespace
 
 from vllm_scaffold.doctor.installed import ENDPOINT, GENERAL, IO_PROCESSOR, LOGITS, PLATFORM, STAT_LOGGER
+from vllm_scaffold.vllm_facts import linear_kernels
 
 EVERY_PROCESS = (GENERAL, PLATFORM)
 V1_BASE = "vllm.v1.sample.logits_processor.LogitsProcessor"
@@ -136,14 +137,6 @@ def probe_imports(own: list[dict[str, str]]) -> None:
 # --- mode "registry": what the plugins register ------------------------------------------------------------------
 
 
-KERNEL_KINDS = ("mp", "int8", "fp8", "mxfp8", "nvfp4", "mxfp4", "mxfp6")
-
-
-def kernel_table(kind: str) -> str:
-    """The module-level list register_linear_kernel appends to for `kind`."""
-    return "_POSSIBLE_" + ("" if kind == "mp" else kind.upper() + "_") + "KERNELS"
-
-
 class Registries:
     """vLLM's per-process registries, captured, diffed and restored around each plugin call."""
 
@@ -177,7 +170,7 @@ class Registries:
         if "register_linear_kernel" in apis:
             import vllm.model_executor.kernels.linear as linear
 
-            self.kernels = {kind: getattr(linear, kernel_table(kind)) for kind in KERNEL_KINDS}
+            self.kernels = {kind: getattr(linear, linear_kernels.table(kind)) for kind in linear_kernels.KINDS}
 
     def capture(self) -> dict:
         return {
@@ -427,7 +420,7 @@ def check_kernels(own_changes: dict) -> None:
                 continue
             from vllm.model_executor.kernels import linear
 
-            table = getattr(linear, kernel_table(kind))
+            table = getattr(linear, linear_kernels.table(kind))
             candidates = table.get(platform, [])
             ahead = candidates[: candidates.index(kernel)]
             winners = [k.__name__ for k in ahead if k.__name__ not in disabled and supported_here(k)]

@@ -11,15 +11,15 @@ from tomlkit.exceptions import ParseError
 from tomlkit.toml_document import TOMLDocument
 
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.project.model import MANIFEST_TABLE, PluginProject
+from vllm_scaffold.project.model import MANIFEST_TABLE, PluginProject, ProjectView
 from vllm_scaffold.project.source_tree import read_project
 
 PLUGIN_MODULE = "vllm_plugin"
 
 
 @dataclass
-class Project:
-    model: PluginProject
+class Project(ProjectView):
+    project: PluginProject
     doc: TOMLDocument
     package: str
     package_dir: str  # relative to root, posix: "src/pkg" or "pkg"
@@ -46,19 +46,7 @@ class Project:
             )
         model = read_project(root)
         package, package_dir = _choose_package(model)
-        return cls(model=model, doc=doc, package=package, package_dir=package_dir)
-
-    @property
-    def root(self) -> Path:
-        return self.model.root
-
-    @property
-    def dist_name(self) -> str:
-        return self.model.name
-
-    @property
-    def manifest(self) -> dict:
-        return self.model.manifest
+        return cls(project=model, doc=doc, package=package, package_dir=package_dir)
 
     def components(self) -> list[dict]:
         return [dict(component) for component in self.manifest.get("components", [])]

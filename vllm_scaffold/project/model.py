@@ -133,6 +133,40 @@ class PluginProject:
                 yield ModuleFile(".".join(parts), path, is_package)
 
 
+class ProjectView:
+    """What a project declares, for the classes that hold a `PluginProject` as `project` and add their own
+    reading on top (`add`'s editable project, doctor's parsed package)."""
+
+    project: PluginProject
+
+    @property
+    def root(self) -> Path:
+        return self.project.root
+
+    @property
+    def dist_name(self) -> str:
+        return self.project.name
+
+    @property
+    def pyproject(self) -> dict:
+        return self.project.pyproject
+
+    @property
+    def manifest(self) -> dict:
+        return self.project.manifest
+
+    @property
+    def entry_points(self) -> list[EntryPoint]:
+        return self.project.entry_points
+
+    def entry_points_in(self, group: str) -> list[EntryPoint]:
+        return self.project.entry_points_in(group)
+
+    @property
+    def requirements(self) -> list[Requirement]:
+        return self.project.requirements
+
+
 def parse_requirement_lines(text: str, source: str) -> list[Requirement]:
     """The requirements of a requirements.txt-style text; options, includes and URLs are skipped."""
     found = []
