@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.formatting import format_sources
+from vllm_scaffold.formatting import RUFF_CONFIG_FILES, format_sources
 
 
 @dataclass
@@ -63,17 +63,18 @@ class Changeset:
                 raise ScaffoldError(
                     f"the rendered {relpath} is invalid ({error})", "report this template bug; nothing was written"
                 ) from None
-        self.created.update(format_sources(self.created, self.root, self.package))
+        unwritten_config = {name: self.created[name] for name in RUFF_CONFIG_FILES if name in self.created}
+        self.created.update(format_sources(self.created, self.root, self.package, unwritten_config))
 
-    def describe(self) -> list[str]:
-        """One line per created file and TOML key, then a unified diff per edited file."""
-        lines = [f"create {path}" for path in sorted(self.created)]
-        lines += [f"edit   {path}" for path in sorted(self.edited)]
+    def describe(self, prefix: str = "") -> list[str]:
+        """One line per created file and TOML key, then a unified diff per edited file; `prefix` before paths."""
+        lines = [f"create {prefix}{path}" for path in sorted(self.created)]
+        lines += [f"edit   {prefix}{path}" for path in sorted(self.edited)]
         lines += [f"key    {key}" for key in self.keys]
         lines += [f"note   {note}" for note in self.notes]
         for path, (before, after) in sorted(self.edited.items()):
             lines += difflib.unified_diff(
-                before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+                before.splitlines(), after.splitlines(), f"a/{prefix}{path}", f"b/{prefix}{path}", lineterm=""
             )
         return lines
 

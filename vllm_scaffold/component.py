@@ -92,11 +92,18 @@ def seam_facts(seam: Seam) -> dict[str, Any]:
 
 
 def render_into(
-    changes: Changeset, template: str, context: dict[str, Any], data: dict[str, str], *, interactive: bool
+    changes: Changeset,
+    template: str,
+    context: dict[str, Any],
+    data: dict[str, str],
+    *,
+    interactive: bool,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
-    """Renders a template in scratch space and records its files as creations; returns the full answers."""
+    """Renders a template in scratch space (into `keep`, left in place, when given) and records its files as
+    creations; returns the full answers."""
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-") as scratch:
-        out = Path(scratch) / "out"
+        out = keep or Path(scratch) / "out"
         answers = render(template, out, context, data, interactive=interactive)
         for path in sorted(p for p in out.rglob("*") if p.is_file()):
             changes.create(path.relative_to(out).as_posix(), path.read_text(encoding="utf-8"))
@@ -109,9 +116,9 @@ def answers_file(changes: Changeset, stem: str, template: str, answers: dict[str
 
 
 def check_component_name(project: Project, name: str, module: str) -> None:
-    """A ScaffoldError when `project` cannot take a component `name` in subpackage `module`."""
+    """A ScaffoldError when `project` cannot take a component `name` in subpackage `module` (NAME itself, or
+    the catalog's module for the seam)."""
     names.check_identifier(name, "NAME")
-    names.check_identifier(module, "module")
     names.check_module_path(project.package, module, "NAME")
     if any(component.get("name") == name for component in project.components()):
         raise ScaffoldError(f"the project already has a component named '{name}'", "choose another NAME")
@@ -132,12 +139,12 @@ def add_component(
     module: str,
     interactive: bool,
 ) -> None:
-    """Records every creation and edit that adding component `name` of `seam` to `project` implies."""
+    """Records every creation and edit that adding component `name` of `seam` to `project` implies.
+
+    The caller has checked the name (`check_component_name`) and routed `data` to the template (`split_data`).
+    """
     assert seam.template is not None
-    check_component_name(project, name, module)
-    (data,) = split_data(data, seam.template)
-    pending = "pyproject.toml" in changes.created or "pyproject.toml" in changes.edited
-    doc = tomlkit.parse(changes.current("pyproject.toml")) if pending else project.doc
+    doc = project.doc
     changes.keys += pyproject_edit.ensure_manifest(doc, project.package, vllm_facts.declared_range())
 
     context = base_context(project, seam.key, name, module)
@@ -176,7 +183,7 @@ def add_component(
 
     if seam.registration:
         _add_registration(changes, f"{project.package_dir}/{PLUGIN_MODULE}.py", seam.registration.format_map(fields))
-    if (project.root / "README.md").is_file() or "README.md" in changes.created:
+    if (project.root / "README.md").is_file():
         _add_readme_row(changes, seam, name, module, fields)
 
 

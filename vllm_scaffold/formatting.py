@@ -23,6 +23,8 @@ from vllm_scaffold.wrapping import wrap_prose
 # What `ruff format` formats: Python modules, and the Python code blocks of Markdown pages.
 FORMATTED_SUFFIXES = (".py", ".md")
 RUFF_DEFAULT_LINE_LENGTH = 88
+# Where a project keeps its ruff configuration, in the order ruff looks.
+RUFF_CONFIG_FILES = ("ruff.toml", ".ruff.toml", "pyproject.toml")
 
 
 def ruff_config(root: Path, package: str) -> list[str]:
@@ -40,7 +42,7 @@ def ruff_config(root: Path, package: str) -> list[str]:
 
 def _project_ruff_table(root: Path) -> tuple[Path | None, dict[str, Any]]:
     """The project's ruff configuration file and its settings; (None, {}) when it has none."""
-    for name in ("ruff.toml", ".ruff.toml", "pyproject.toml"):
+    for name in RUFF_CONFIG_FILES:
         path = root / name
         if not path.is_file():
             continue
@@ -55,11 +57,15 @@ def _project_ruff_table(root: Path) -> tuple[Path | None, dict[str, Any]]:
     return None, {}
 
 
-def format_sources(files: Mapping[str, str], root: Path, package: str) -> dict[str, str]:
+def format_sources(
+    files: Mapping[str, str], root: Path, package: str, unwritten_config: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """`files` (relative path -> text) formatted as the project at `root` says.
 
     Python modules get their imports sorted and are formatted; Markdown files get their Python code blocks
-    formatted (what `ruff format` does with them). Other files come back unchanged.
+    formatted (what `ruff format` does with them). Other files come back unchanged. `unwritten_config` holds
+    the project's ruff configuration files (name -> text) when the project is not written yet (`new`): the
+    files are then formatted in scratch space laid out as the project, next to that configuration.
     """
     files = {relpath: text for relpath, text in files.items() if relpath.endswith(FORMATTED_SUFFIXES)}
     if not files:
@@ -69,6 +75,10 @@ def format_sources(files: Mapping[str, str], root: Path, package: str) -> dict[s
         for relpath, path in paths.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(files[relpath], encoding="utf-8")
+        if unwritten_config:
+            for name, text in unwritten_config.items():
+                (Path(scratch) / name).write_text(text, encoding="utf-8")
+            root = Path(scratch)
         python = {relpath: path for relpath, path in paths.items() if relpath.endswith(".py")}
         config = ruff_config(root, package)
         if python:  # never without paths: ruff would then fix the project itself
@@ -104,15 +114,3 @@ def line_length(root: Path) -> int:
     lint = table.get("lint", {})
     pycodestyle = lint.get("pycodestyle", table.get("pycodestyle", {}))
     return int(pycodestyle.get("max-line-length", table.get("line-length", RUFF_DEFAULT_LINE_LENGTH)))
-
-
-def format_tree(root: Path, package: str) -> None:
-    """Formats every Python and Markdown file under `root` in place, as the project at `root` says."""
-    files = {
-        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name.endswith(FORMATTED_SUFFIXES)
-    }
-    for relpath, content in format_sources(files, root, package).items():
-        if content != files[relpath]:
-            (root / relpath).write_text(content, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""`new` and `add` as library calls: plan in scratch space, check, then show or write."""
+"""`new` and `add` as library calls, one linear pass each: render in scratch space, plan every creation and
+edit in one changeset, check it, then write it (or, for a dry run, only describe it)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,25 @@ from vllm_scaffold import HARNESS_REQUIREMENT, names, snapshot
 from vllm_scaffold.answers import recorded_data
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
-from vllm_scaffold.component import add_component, answers_file, split_data
+from vllm_scaffold.component import add_component, answers_file, check_component_name, render_into, split_data
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.formatting import format_tree
 from vllm_scaffold.project import Project
-from vllm_scaffold.rendering import render
 
 PACKAGE_TEMPLATE = "package"
 
 
 @dataclass
 class Result:
-    root: Path
-    lines: list[str]
+    """What a command planned, and whether it was written: `changes` names every file and key."""
+
+    root: Path  # the package made (`new`) or extended (`add`)
+    changes: Changeset
+    written: bool
+    new_package: bool  # `new`: every path is inside the directory `root` names
+
+    def describe(self) -> list[str]:
+        """One line per created file, edited file, TOML key and note, then the diff of each edited file."""
+        return self.changes.describe(prefix=f"{self.root.name}/" if self.new_package else "")
 
 
 def package_destination(name: str, dest: Path | None) -> Path:
@@ -47,11 +54,12 @@ def new_package(
     seam = templated_seam(seam_key)
     dest = package_destination(name, dest)
     assert seam.template is not None and seam.module is not None
-    package_data, _ = split_data(data, PACKAGE_TEMPLATE, seam.template)
+    names.check_module_path(name, seam.module, "NAME")
+    package_data, seam_data = split_data(data, PACKAGE_TEMPLATE, seam.template)
 
     scratch_parent = dest.parent if dest.parent.is_dir() else None
     with tempfile.TemporaryDirectory(prefix=".vllm-scaffold-", dir=scratch_parent) as scratch:
-        stage = Path(scratch) / name
+        skeleton, stage = Path(scratch) / "skeleton", Path(scratch) / name
         context = {
             "package": name,
             "package_dir": f"src/{name}",
@@ -59,22 +67,16 @@ def new_package(
             "env_prefix": names.env_prefix(name),
             "harness_requirement": HARNESS_REQUIREMENT,
         }
-        # The skeleton renders straight into the stage: it is the whole directory, nothing to merge with.
-        answers = render(PACKAGE_TEMPLATE, stage, context, package_data, interactive=interactive)
-        format_tree(stage, name)
-        base = Changeset(stage, name)
-        answers_file(base, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
-        base.apply()
-
-        project = Project.load(stage)
-        component = Changeset(stage, name)
-        seam_data = {key: value for key, value in data.items() if key not in package_data}
-        add_component(component, project, seam, name, seam_data, module=seam.module, interactive=interactive)
-        component.apply()
-
-        files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        changes = Changeset(stage, name)
+        answers = render_into(changes, PACKAGE_TEMPLATE, context, package_data, interactive=interactive, keep=skeleton)
+        answers_file(changes, PACKAGE_TEMPLATE, PACKAGE_TEMPLATE, {**context, **answers})
+        # The component is planned against the rendered skeleton, read as the project it will be.
+        project = Project.load(skeleton)
+        add_component(changes, project, seam, name, seam_data, module=seam.module, interactive=interactive)
         if dry_run:
-            return Result(dest, [f"create {dest.name}/{path}" for path in files])
+            changes.check()
+            return Result(dest, changes, written=False, new_package=True)
+        changes.apply()
         snapshot.record(stage)
         if dest.exists():
             dest.rmdir()
@@ -83,7 +85,7 @@ def new_package(
             shutil.move(str(stage), dest)
         else:
             os.rename(stage, dest)
-    return Result(dest, [f"created {dest} ({len(files)} files)"])
+    return Result(dest, changes, written=True, new_package=True)
 
 
 def add_to_project(
@@ -91,15 +93,16 @@ def add_to_project(
 ) -> Result:
     """Adds component NAME of `seam_key` to the project at `root`; every created file and changed key is listed."""
     seam = templated_seam(seam_key)
-    names.check_identifier(name, "NAME")
+    assert seam.template is not None
     project = Project.load(root.absolute())
+    check_component_name(project, name, name)
+    (seam_data,) = split_data(data, seam.template)
     changes = Changeset(project.root, project.package)
-    add_component(changes, project, seam, name, data, module=name, interactive=interactive)
+    add_component(changes, project, seam, name, seam_data, module=name, interactive=interactive)
     changes.check()
     # The snapshot takes the same component with the answers just given, so `update` can merge against it.
     answers = yaml.safe_load(changes.created[f"{snapshot.RECORDS_DIR}/{seam.key}-{name}.yml"])["answers"]
-    assert seam.template is not None
-    base_data = recorded_data(seam.template, answers)
+    (base_data,) = split_data(recorded_data(seam.template, answers), seam.template)
     base = snapshot.plan_on_base(
         project,
         lambda on_base, base_project: add_component(
@@ -112,4 +115,4 @@ def add_to_project(
         changes.apply()
         if base is not None:
             base.apply()
-    return Result(project.root, changes.describe())
+    return Result(project.root, changes, written=not dry_run, new_package=False)

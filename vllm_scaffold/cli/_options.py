@@ -20,6 +20,33 @@ Data = Annotated[
 ]
 
 
+def scaffold(
+    command: str, seam: str | None, name: str | None, place: Path | None, defaults: bool, data: list[str] | None,
+    dry_run: bool,
+) -> None:  # fmt: skip
+    """`new` (`place` is --dest) and `add` (`place` is --project): ask for what is missing on a terminal, run
+    the library call, and print its result; a dry run prints the same description for both."""
+    with reporting():
+        interactive = not defaults and on_terminal()
+        seam, name = seam_and_name(command, seam, name, place, interactive=interactive)
+        from vllm_scaffold import console
+        from vllm_scaffold.scaffold import add_to_project, new_package
+
+        answers = parse_data(data)
+        if command == "new":
+            result = new_package(seam, name, place, answers, interactive=interactive, dry_run=dry_run)
+        else:
+            result = add_to_project(seam, name, place or Path(), answers, interactive=interactive, dry_run=dry_run)
+        if not result.written:
+            console.lines([*result.describe(), "dry run: nothing was written"])
+        elif result.new_package:
+            files = len(result.changes.created)
+            next_steps = f"next: cd {result.root}; install vLLM (README.md), then: pip install -e '.[test]' && pytest"
+            console.lines([f"created {result.root} ({files} files)", next_steps])
+        else:
+            console.lines(result.describe())
+
+
 def asked(help: str) -> typer.models.ArgumentInfo:
     """A positional argument that a terminal session may leave out and be asked for."""
     return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False)

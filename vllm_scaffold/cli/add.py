@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli._options import Data, Defaults, DryRun, asked, on_terminal, parse_data, reporting, seam_and_name
+from vllm_scaffold.cli._options import Data, Defaults, DryRun, asked, scaffold
 
 
 def command(
@@ -19,13 +19,4 @@ def command(
     dry_run: DryRun = False,
 ) -> None:
     """Add a SEAM component NAME to an existing package: modules, tests, entry points, manifest."""
-    with reporting():
-        interactive = not defaults and on_terminal()
-        seam, name = seam_and_name("add", seam, name, project, interactive=interactive)
-        from vllm_scaffold import console
-        from vllm_scaffold.scaffold import add_to_project
-
-        result = add_to_project(seam, name, project, parse_data(data), interactive=interactive, dry_run=dry_run)
-        console.lines(result.lines)
-        if dry_run:
-            console.line("dry run: nothing was written")
+    scaffold("add", seam, name, project, defaults, data, dry_run)
