@@ -43,11 +43,11 @@ def test_custom_op_offers_its_ops_as_a_declared_field() -> None:
 
 @pytest.mark.parametrize("version", vllm_facts.checked_versions())
 def test_catalog_facts_hold_in_every_verified_release(version: str) -> None:
-    """The entry-point groups and the in-tree classes the catalog names are there in each release's index."""
+    """The groups a component's entry points go in, and the in-tree classes the catalog names, are there in
+    each release's index (the seams' own `group` fields: tests/test_in_tree.py)."""
     index = vllm_facts.shipped(version)
     for seam in load_catalog().values():
-        groups = {seam.group} if seam.group else set()
-        groups |= {entry_point.group for entry_point in seam.entry_points}
+        groups = {entry_point.group for entry_point in seam.entry_points}
         assert groups <= set(index.entry_point_groups), (seam.key, version)
         for op, where in seam.ops.items():
             assert index.custom_ops.get(op) == where["registry_name"], (op, version)

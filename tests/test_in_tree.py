@@ -10,6 +10,7 @@ from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor import installed
 from vllm_scaffold.in_tree import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold.rendering import questions, templates_root
+from vllm_scaffold.vllm_facts import linear_kernels
 
 
 def test_in_tree_names_are_those_of_the_shipped_releases() -> None:
@@ -75,6 +76,20 @@ def _registry_classes() -> dict[str, type]:
     from vllm.model_executor.custom_op import op_registry
 
     return dict(op_registry)
+
+
+@pytest.mark.parametrize("kind", sorted(linear_kernels.AHEAD))
+def test_linear_kernels_ahead_are_the_installed_selector_lists(kind: str) -> None:
+    pytest.importorskip("vllm")
+    from vllm.model_executor.kernels import linear
+    from vllm.platforms import PlatformEnum
+
+    lists = getattr(linear, linear_kernels.table(kind))
+    for platform, names in linear_kernels.AHEAD[kind].items():
+        in_tree = tuple(k.__name__ for k in lists[PlatformEnum[platform.upper()]] if k.__module__.startswith("vllm."))
+        assert names == in_tree, (kind, platform)
+    assert set(linear_kernels.KINDS) >= set(linear_kernels.AHEAD)
+    assert all(hasattr(linear, linear_kernels.table(kind)) for kind in linear_kernels.KINDS)
 
 
 def test_shipped_indexes_are_the_declared_releases() -> None:

