@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.conftest import HANDWRITTEN_PYPROJECT, snapshot
+from tests.helpers import HANDWRITTEN_PYPROJECT, snapshot
 from vllm_scaffold import HARNESS_REQUIREMENT
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import snapshot
+from tests.helpers import snapshot
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import snapshot
+from tests.helpers import snapshot
 from vllm_scaffold.examples import EXAMPLES_DIR, render_example, templated_keys
 
 REGENERATE = "python -m vllm_scaffold.examples {key}"

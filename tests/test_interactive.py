@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import snapshot
+from tests.helpers import snapshot
 from tests.terminal import Terminal, flat
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.rendering import questions

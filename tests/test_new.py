@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import snapshot
+from tests.helpers import snapshot
 from vllm_scaffold import HARNESS_REQUIREMENT
 
 

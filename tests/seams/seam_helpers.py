@@ -1,4 +1,4 @@
-"""Helpers for the per-seam tests: run the CLI, make a host package, check a refused answer, run a package's tests."""
+"""Helpers for the per-seam tests: make a host package, check a refused answer, run a package's tests."""
 
 from __future__ import annotations
 
@@ -7,31 +7,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "vllm_scaffold"]
-
-
-def scaffold(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, check=False)
+from tests.helpers import run_cli, snapshot
 
 
 def general_plugin_host(tmp_path: Path) -> Path:
     """A package made by `new general-plugin host`, to `add` components into."""
-    assert scaffold("new", "general-plugin", "host", "--defaults", "--dest", "host", cwd=tmp_path).returncode == 0
+    assert run_cli("new", "general-plugin", "host", "--defaults", "--dest", "host", cwd=tmp_path).exit_code == 0
     return tmp_path / "host"
-
-
-def files(root: Path) -> dict[Path, bytes]:
-    return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def assert_refused(host: Path, args: list[str], message: str) -> None:
     """`add ARGS` exits 2 with a one-line message containing `message` and leaves `host` as it was."""
-    before = files(host)
-    done = scaffold("add", *args, cwd=host)
-    assert done.returncode == 2
+    before = snapshot(host)
+    done = run_cli("add", *args, cwd=host)
+    assert done.exit_code == 2
     text = (done.stderr + done.stdout).strip()
     assert message in text and len(text.splitlines()) == 1, text
-    assert files(host) == before
+    assert snapshot(host) == before
 
 
 def assert_lint_clean(package: Path, *paths: str) -> None:

@@ -7,25 +7,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, scaffold
+from seam_helpers import assert_lint_clean, run_package_tests
 
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("route_prefix=admin", "must start with '/' and hold lower-case path segments"),
-        ("route_prefix=/Admin/", "must start with '/' and hold lower-case path segments"),
-        ("route_prefix=/v1/mine", "is inside a path vLLM's server already uses"),
-        ("route_prefix=/health", "is inside a path vLLM's server already uses"),
-    ],
-)
-def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(host: Path, answer: str, message: str) -> None:
-    assert_refused(host, ["endpoint", "admin", "--data", answer], message)
+from tests.helpers import run_cli
 
 
 def add_admin(host: Path) -> None:
-    done = scaffold("add", "endpoint", "admin", "--data", "route_prefix=/ops/admin", cwd=host)
-    assert done.returncode == 0, done.stderr
+    done = run_cli("add", "endpoint", "admin", "--data", "route_prefix=/ops/admin", cwd=host)
+    assert done.exit_code == 0, done.stderr
 
 
 def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-from seam_helpers import assert_refused
-
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     done = cli("add", "kv-connector", "disk_kv", "--data", "connector_name=HostDiskConnector", cwd=host)
@@ -31,17 +28,3 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
 def test_default_name_follows_the_component(cli, host: Path) -> None:
     assert cli("add", "kv-connector", "disk_kv", cwd=host).exit_code == 0
     assert "class DiskKvConnector(KVConnectorBase_V1):" in (host / "src/host/disk_kv/connector.py").read_text()
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("connector_name=disk_connector", "connector_name must be a class name"),
-        ("connector_name=NixlConnector", "connector_name NixlConnector is registered by vLLM itself"),
-        ("connector_name=ExampleConnector", "connector_name ExampleConnector is registered by vLLM itself"),
-    ],
-)
-def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
-    host: Path, answer: str, message: str
-) -> None:
-    assert_refused(host, ["kv-connector", "disk_kv", "--data", answer], message)

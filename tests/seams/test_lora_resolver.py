@@ -5,9 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-from seam_helpers import assert_refused
-
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     answers = ["--data", "dir_env=HOST_LORAS", "--data", "check_base_model=false"]
@@ -21,16 +18,3 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     assert [c["seam"] for c in manifest] == ["general-plugin", "lora-resolver"]
     assert manifest[1]["object"] == "host.adapters.resolver:AdaptersResolver"
     assert "HOST_LORAS=DIR" in manifest[1]["enable"][0]
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("dir_env=lora_dir", "dir_env 'lora_dir' must be an upper-case environment variable name"),
-        ("dir_env=VLLM_LORA_DIR", "dir_env 'VLLM_LORA_DIR' is in vLLM's own VLLM_ namespace"),
-    ],
-)
-def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
-    host: Path, answer: str, message: str
-) -> None:
-    assert_refused(host, ["lora-resolver", "adapters", "--data", answer], message)

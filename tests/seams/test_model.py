@@ -5,9 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-from seam_helpers import assert_refused
-
 
 def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> None:
     done = cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
@@ -19,18 +16,3 @@ def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> N
     assert '"host.hooks.registration:register"' in plugin and '"host.tiny_lm.registration:register"' in plugin
     component = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"][1]
     assert component["object"] == "host.tiny_lm.model:TinyLMForCausalLM"
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("LlamaForCausalLM", "architecture 'LlamaForCausalLM' is already a vLLM model"),
-        ("Qwen2ForCausalLM", "architecture 'Qwen2ForCausalLM' is already a vLLM model"),
-        ("tiny-lm", "architecture 'tiny-lm' must be a Python class name"),
-        ("tinyLM", "architecture 'tinyLM' must be a Python class name"),
-    ],
-)
-def test_bad_architectures_are_refused_in_one_line_and_nothing_is_written(
-    host: Path, answer: str, message: str
-) -> None:
-    assert_refused(host, ["model", "tiny_lm", "--data", f"architecture={answer}"], message)

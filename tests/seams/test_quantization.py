@@ -6,28 +6,16 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-from seam_helpers import assert_lint_clean, assert_refused, run_package_tests, scaffold
+from seam_helpers import assert_lint_clean, run_package_tests
 
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ("method_name=gptq", "'gptq' is a vLLM built-in quantization method"),
-        ("method_name=Int8", "method_name 'Int8' must be lower-case letters"),
-        ("method_name=8bit", "method_name '8bit' must be lower-case letters"),
-        ("ignore=lm_head,mlp/down", "ignore entry 'mlp/down' is not a module name"),
-    ],
-)
-def test_a_bad_answer_is_refused_in_one_line_and_nothing_is_written(data: str, message: str, host: Path) -> None:
-    assert_refused(host, ["quantization", "wo", "--data", data], message)
+from tests.helpers import run_cli
 
 
 def test_add_with_answers_next_to_a_general_plugin(host: Path) -> None:
-    done = scaffold(
+    done = run_cli(
         "add", "quantization", "wo", "--data", "method_name=int8-wo", "--data", "ignore=lm_head,down_proj", cwd=host
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     fmt = (host / "src/host/wo/format.py").read_text()
     assert 'METHOD_NAME = "int8-wo"' in fmt and 'DEFAULT_IGNORE: tuple[str, ...] = ("lm_head", "down_proj")' in fmt
     assert 'BACKEND_ENV = "HOST_WO_BACKEND"' in (host / "src/host/wo/config.py").read_text()
@@ -44,7 +32,7 @@ def test_add_with_answers_next_to_a_general_plugin(host: Path) -> None:
 
 
 def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
-    assert scaffold("add", "quantization", "wo", cwd=host).returncode == 0
+    assert run_cli("add", "quantization", "wo", cwd=host).exit_code == 0
     # Everything that starts no engine: with default answers the engine tests are the golden package's own.
     run_package_tests(host, tmp_path / "cache", "tests/test_vllm_plugin.py", "tests/test_wo_kernel.py",
                       "tests/test_wo_config.py", "tests/test_wo_quantize.py", "-m", "not engine")  # fmt: skip

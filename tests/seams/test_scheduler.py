@@ -5,9 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-from seam_helpers import assert_refused
-
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     answers = ["--data", "priority_key=urgency", "--data", "max_wait_s=2.5"]
@@ -28,17 +25,3 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     assert manifest[1]["enable"][0] == "--scheduler-cls host.prio.policy.PrioScheduler"
     assert '{"urgency": N}' in manifest[1]["enable"][1]
     assert "--scheduler-cls host.prio.policy.PrioScheduler" in (host / "README.md").read_text()
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("priority_key=not-an-identifier", "priority_key must be an identifier"),
-        ("max_wait_s=0", "max_wait_s must be a positive number of seconds"),
-        ("max_wait_s=-3", "max_wait_s must be a positive number of seconds"),
-    ],
-)
-def test_bad_answers_are_refused_in_one_line_and_nothing_is_written(
-    host: Path, answer: str, message: str
-) -> None:
-    assert_refused(host, ["scheduler", "prio", "--data", answer], message)

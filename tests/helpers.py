@@ -1,0 +1,59 @@
+"""Helpers for the tool's own tests: the CLI run in-process, file trees written from a spec, snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from vllm_scaffold.cli import app
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> Result:
+    """`vllm-scaffold ARGS` in this process (from `cwd` when given): exit code, stdout and stderr apart."""
+    runner = CliRunner()
+    if cwd is None:
+        return runner.invoke(app, list(args))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        return runner.invoke(app, list(args))
+
+
+def build_file_tree(spec: Mapping[str, str], root: Path) -> Path:
+    """Writes each `relative path -> text` of `spec` under `root` (text dedented, a leading newline dropped),
+    creating folders as needed; returns `root`."""
+    for relpath, text in spec.items():
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (relative path -> bytes), to prove a failed command wrote nothing."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+HANDWRITTEN_PYPROJECT = """\
+# A project written by hand, long before vllm-scaffold.
+[build-system]
+requires = ["hatchling"]  # pinned below in CI
+build-backend = "hatchling.build"
+
+[project]
+name = "handmade-kernels"   # distribution name
+version = "0.3.1"
+dependencies = [
+    "numpy>=1.26",  # used by the benchmarks
+]
+
+[project.optional-dependencies]
+dev = ["pytest"]
+
+[tool.ruff]
+line-length = 99   # house style
+"""
