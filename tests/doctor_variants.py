@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from textwrap import dedent
+from textwrap import dedent, indent
+
+from tests.helpers import build_file_tree
+
+FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 
 REGISTER = '''\
 """The general plugin: vLLM calls register() in every process."""
@@ -36,24 +40,19 @@ def package_name(name: str) -> str:
 def write(name: str, variant: Variant, dest: Path) -> Path:
     """Writes the variant's package under dest/name and returns its root."""
     package = package_name(name)
-    root = dest / name
-    source = root / "src" / package
-    source.mkdir(parents=True)
     files = {"__init__.py": f'"""Doctor fixture: {name}."""\n', "plugin.py": REGISTER, **variant.files}
-    for path, text in files.items():
-        (source / path).parent.mkdir(parents=True, exist_ok=True)
-        (source / path).write_text(dedent(text).lstrip("\n"), encoding="utf-8")
     entry = f'[project.entry-points."vllm.general_plugins"]\n{package} = "{package}.plugin:register"\n'
-    (root / "pyproject.toml").write_text(
+    pyproject = (
         '[build-system]\nrequires = ["hatchling>=1.21"]\nbuild-backend = "hatchling.build"\n\n'
         f'[project]\nname = "{package.replace("_", "-")}"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n'
         "dependencies = []\n\n"
         + (entry if variant.general_plugin else "")
         + f'\n[tool.hatch.build.targets.wheel]\npackages = ["src/{package}"]\n'
-        + (dedent(variant.pyproject) if variant.pyproject else ""),
-        encoding="utf-8",
+        + (dedent(variant.pyproject) if variant.pyproject else "")
     )
-    return root
+    return build_file_tree(
+        {"pyproject.toml": pyproject, **{f"src/{package}/{path}": text for path, text in files.items()}}, dest / name
+    )
 
 
 # Patterns that must not be reported (beyond `also`).
@@ -563,5 +562,152 @@ BROKEN["vllm-attribute-missing"] = Variant(
             if not envs.VLLM_USE_V1:
                 raise RuntimeError("the Fx plugin needs the V1 engine")
         '''
+    }
+)
+
+
+# --- One module, several packages: variants of a shared module text (the clean fixture's quantization config,
+# one linear kernel, one endpoint plugin), each registered by a general plugin that runs once per process.
+
+
+def once(body: str, *, logs: bool = False) -> str:
+    """A plugin.py whose register() runs `body` once per vLLM process (guarded, as most real plugins are)."""
+    head = "import logging\n\nlogger = logging.getLogger(__name__)\n\n" if logs else "\n"
+    return (
+        f'"""The general plugin."""\n{head}_registered = False\n\n\n'
+        'def register() -> None:\n    """The general plugin: runs once per vLLM process."""\n'
+        "    global _registered\n    if _registered:\n        return\n    _registered = True\n\n"
+        + indent(dedent(body).strip("\n"), "    ")
+        + "\n"
+    )
+
+
+CLEAN_QUANT = (FIXTURES / "clean" / "src" / "fx_clean" / "quant.py").read_text(encoding="utf-8")
+
+LINEAR_KERNEL = '''
+    """A weight-only linear kernel."""
+
+    import torch
+    from vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel import MPLinearKernel
+
+
+    class FxLinearKernel(MPLinearKernel):
+        @classmethod
+        def get_min_capability(cls) -> int:
+            return 0
+
+        @classmethod
+        def can_implement(cls, c) -> tuple[bool, str | None]:
+            return True, None
+
+        def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
+            return None
+
+        def apply_weights(
+            self, layer: torch.nn.Module, x: torch.Tensor, bias: torch.Tensor | None = None
+        ) -> torch.Tensor:
+            return x
+    '''
+
+
+def linear_kernel(name: str, platform: str, kind: str, *, caught: bool = False) -> Variant:
+    """LINEAR_KERNEL registered for `platform` ("current_platform._enum" or "PlatformEnum.X") as `kind`; with
+    `caught`, the ValueError vLLM raises for a kind it does not know is logged, so only doctor tells."""
+    platform_import = "current_platform" if platform.startswith("current_platform") else "PlatformEnum"
+    call = f'register_linear_kernel(FxLinearKernel, {platform}, "{kind}")'
+    if caught:
+        logged = "logger.warning('linear kernel not registered: %s', error)"
+        call = f"try:\n    {call}\nexcept ValueError as error:\n    {logged}"
+    body = f"""
+        from vllm.model_executor.kernels.linear import register_linear_kernel
+        from vllm.platforms import {platform_import}
+
+        from {package_name(name)}.kernel import FxLinearKernel
+
+        """
+    return Variant({"kernel.py": LINEAR_KERNEL, "plugin.py": once(dedent(body) + call, logs=caught)})
+
+
+def endpoint(name: str, plugin_name: str) -> Variant:
+    """An endpoint plugin named `plugin_name`, declared under the entry-point name fx_endpoint."""
+    module = f'''
+        """An endpoint plugin factory."""
+
+
+        class HealthPlugin:
+            name = "{plugin_name}"
+            required_tasks = None
+
+            def attach_router(self, app) -> None:
+                app.add_api_route("/fx/health", self.health, methods=["GET"])
+
+            async def health(self) -> dict[str, str]:
+                return {{"status": "ok"}}
+
+            async def init_state(self, engine_client, state, args) -> None:
+                state.fx_health = True
+
+
+        def make_plugin() -> HealthPlugin:
+            return HealthPlugin()
+        '''
+    declared = (
+        f'[project.entry-points."vllm.endpoint_plugins"]\nfx_endpoint = "{package_name(name)}.endpoint:make_plugin"\n'
+    )
+    return Variant({"endpoint.py": module, "plugin.py": once("return None")}, pyproject=declared)
+
+
+def registers(name: str, body: str) -> Variant:
+    """A general plugin whose guarded register() runs `body`, with `{package}` naming its own package."""
+    return Variant({"plugin.py": once(body.replace("{package}", package_name(name)))})
+
+
+BROKEN.update(
+    {
+        "quant-shadows-in-tree": Variant(
+            {
+                "quant.py": CLEAN_QUANT.replace('"fx_clean"', '"fp8"'),
+                "plugin.py": once("from fx_quant_shadows_in_tree import quant  # noqa: F401"),
+            }
+        ),
+        "quant-linear-method-none": Variant(
+            {
+                "quant.py": CLEAN_QUANT.replace('"fx_clean"', '"fx_quant"').replace(
+                    "return UnquantizedLinearMethod() if isinstance(layer, LinearBase) else None", "return None"
+                ),
+                "plugin.py": once("from fx_quant_linear_method_none import quant  # noqa: F401"),
+            }
+        ),
+        "linear-kernel-bad-kind": linear_kernel(
+            "linear-kernel-bad-kind", "current_platform._enum", "int4", caught=True
+        ),
+        "linear-kernel-other-platform": linear_kernel("linear-kernel-other-platform", "PlatformEnum.TPU", "mp"),
+        "linear-kernel-shadowed": linear_kernel("linear-kernel-shadowed", "current_platform._enum", "mp"),
+        "endpoint-name-mismatch": endpoint("endpoint-name-mismatch", "fx-health"),
+        "endpoint-not-enabled": endpoint("endpoint-not-enabled", "fx_endpoint"),
+        "model-shadows-in-tree": registers(
+            "model-shadows-in-tree",
+            """
+            from vllm import ModelRegistry
+
+            ModelRegistry.register_model("LlamaForCausalLM", "{package}.model:FxLlamaForCausalLM")
+            """,
+        ),
+        "attention-backend-conflict": registers(
+            "attention-backend-conflict",
+            """
+            from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+            register_backend(AttentionBackendEnum.CUSTOM, class_path="{package}.backend.FxBackend")
+            """,
+        ),
+        "attention-overrides-in-tree": registers(
+            "attention-overrides-in-tree",
+            """
+            from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+            register_backend(AttentionBackendEnum.FLASH_ATTN, class_path="{package}.backend.FxBackend")
+            """,
+        ),
     }
 )

@@ -101,7 +101,7 @@ def _environment(pythonpath_first: Path | None = None) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def live_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report | Exception]:
+def live_reports(tmp_path_factory: pytest.TempPathFactory, variants: Path) -> dict[str, Report | Exception]:
     """Every live diagnosis of this module, run two at a time (the probes are separate processes).
 
     Keys: a fixture name; "alone:<fixture>" for a conflict fixture without the other plugins.
@@ -112,9 +112,9 @@ def live_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report |
     jobs: dict[str, tuple[Path, dict[str, str], str | None]] = {}
     for name in sorted(LIVE_ONLY) + ["clean"]:
         env = _environment(others if name in NEEDS_OTHERS else None)
-        jobs[name] = (FIXTURES / name, env, PLUGINS.get(name))
+        jobs[name] = (_root(name, variants), env, PLUGINS.get(name))
     for name in sorted(NEEDS_OTHERS):
-        jobs[f"alone:{name}"] = (FIXTURES / name, _environment(), None)
+        jobs[f"alone:{name}"] = (_root(name, variants), _environment(), None)
     results: dict[str, Report | Exception] = {}
 
     def run(job: tuple[Path, dict[str, str], str | None]) -> Report | Exception:
@@ -147,12 +147,12 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _root(name: str, variants: Path) -> Path:
-    return FIXTURES / name if name in FIXTURE_DIRS else variants / name
+    """A fixture's package: a folder of tests/fixtures/doctor, or a variant written from tests/doctor_variants.py."""
+    return FIXTURES / name if name in FIXTURE_DIRS or name == "clean" else variants / name
 
 
-def _diagnose(name: str, *, live: bool, variants: Path | None = None) -> Report:
-    root = _root(name, variants) if variants is not None else FIXTURES / name
-    return diagnose(root, live=live, vllm_plugins=PLUGINS.get(name))
+def _diagnose(name: str, *, live: bool, variants: Path) -> Report:
+    return diagnose(_root(name, variants), live=live, vllm_plugins=PLUGINS.get(name))
 
 
 def _summary(report: Report) -> str:
@@ -191,9 +191,9 @@ def test_live_probe_reports_exactly_its_code(name: str, live_reports, vllm_impor
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_ONLY - NEEDS_OTHERS))
-def test_live_fixture_is_clean_without_the_probe(name: str) -> None:
+def test_live_fixture_is_clean_without_the_probe(name: str, variants: Path) -> None:
     """The static checks do not guess at what only the probe can observe."""
-    report = _diagnose(name, live=False)
+    report = _diagnose(name, live=False, variants=variants)
     assert report.codes == ALSO.get(name, set()), _summary(report)
 
 

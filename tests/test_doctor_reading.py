@@ -2,7 +2,7 @@
 distributions, and a whole environment of installed plugins (`--installed`).
 
 tests/fixtures/doctor/_layouts/<layout>/ is a small clean plugin in one packaging style;
-tests/fixtures/doctor/_environment/ holds two plugins that clash once installed side by side.
+`clashing_site` installs two plugins that clash once side by side.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import build_file_tree
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.project import Project, read_project
 from vllm_scaffold_testing import engine
@@ -24,7 +25,6 @@ from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 LAYOUTS = FIXTURES / "_layouts"
-ENVIRONMENT = FIXTURES / "_environment"
 
 # layout -> (modules read, vLLM entry points read, metadata files read, codes reported)
 EXPECTED = {
@@ -138,11 +138,58 @@ def test_unknown_target_is_a_one_line_error(cli) -> None:
     assert "no directory, archive or installed distribution named 'fx-not-installed-anywhere'" in result.output
 
 
+def _clashing_plugin(name: str) -> dict[str, str]:
+    """Plugin fx-env-NAME: its general plugin and platform detector claim what the other one claims too."""
+    package = f"fx_env_{name}"
+    pyproject = f"""
+        [build-system]
+        requires = ["hatchling>=1.21"]
+        build-backend = "hatchling.build"
+
+        [project]
+        name = "fx-env-{name}"
+        version = "0.1.0"
+
+        [project.entry-points."vllm.general_plugins"]
+        {package} = "{package}.plugin:register"
+
+        [project.entry-points."vllm.platform_plugins"]
+        {package}_platform = "{package}.plugin:detect"
+
+        [tool.hatch.build.targets.wheel]
+        packages = ["src/{package}"]
+        """
+    plugin = f'''
+        """The general plugin and the platform detector, both claiming what the other package claims too."""
+
+
+        def detect() -> str | None:
+            """Claims every machine."""
+            return "{package}.platform.FxPlatform"
+
+
+        def register() -> None:
+            from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+            from vllm.model_executor.layers.quantization import register_quantization_config
+            from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
+
+            register_backend(AttentionBackendEnum.CUSTOM, class_path="{package}.backend.Backend")
+            KVConnectorFactory.register_connector("FxSharedConnector", "{package}.connector", "Connector")
+            register_quantization_config("fx_shared_quant")(object)
+        '''
+    return {
+        "pyproject.toml": pyproject,
+        f"src/{package}/__init__.py": '"""One of two plugins installed side by side that claim the same things."""\n',
+        f"src/{package}/plugin.py": plugin,
+    }
+
+
 @pytest.fixture(scope="module")
 def clashing_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fx-env-alpha and fx-env-beta installed side by side."""
     site = tmp_path_factory.mktemp("clashing")
-    for package in sorted(ENVIRONMENT.iterdir()):
-        install_privately(package, site)
+    for name in ("alpha", "beta"):
+        install_privately(build_file_tree(_clashing_plugin(name), tmp_path_factory.mktemp(name)), site)
     return site
 
 
