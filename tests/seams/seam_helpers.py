@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.helpers import run_cli, snapshot
@@ -14,6 +15,30 @@ def general_plugin_host(tmp_path: Path) -> Path:
     """A package made by `new general-plugin host`, to `add` components into."""
     assert run_cli("new", "general-plugin", "host", "--defaults", "--dest", "host", cwd=tmp_path).exit_code == 0
     return tmp_path / "host"
+
+
+def add_into(host: Path, seam: str, name: str, *answers: str) -> None:
+    """`add SEAM NAME --data ANSWER...` into the host, which must succeed."""
+    done = run_cli("add", seam, name, *(arg for answer in answers for arg in ("--data", answer)), cwd=host)
+    assert done.exit_code == 0, done.output
+
+
+def entry_points(host: Path, group: str) -> dict[str, str]:
+    """The host's entry points in `group`, by name."""
+    return tomllib.loads((host / "pyproject.toml").read_text())["project"]["entry-points"][group]
+
+
+def added(host: Path, seam: str) -> list[dict]:
+    """The host's manifest components after adding one of `seam`: the host's general plugin, then it."""
+    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert [c["seam"] for c in manifest] == ["general-plugin", seam]
+    return manifest
+
+
+def assert_registered(host: Path, target: str) -> None:
+    """The host's general plugin runs its own registration and then `target`."""
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.hooks.registration:register"' in plugin and f'"{target}"' in plugin
 
 
 def assert_refused(host: Path, args: list[str], message: str) -> None:

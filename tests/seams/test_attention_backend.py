@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from seam_helpers import (
-    assert_lint_clean,
-    run_package_tests,
-)
+from seam_helpers import added, assert_lint_clean, assert_registered, run_package_tests
 
 from tests.helpers import run_cli
 
@@ -31,10 +27,8 @@ def test_add_with_a_name_of_its_own_next_to_a_general_plugin(host: Path, tmp_pat
     assert 'KERNELS_ENV = "HOST_FAST_ATTN_KERNELS"' in backend
     assert "def get_kv_cache_shape" not in backend
 
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.fast_attn.registration:register"' in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "attention-backend"]
+    assert_registered(host, "host.fast_attn.registration:register")
+    manifest = added(host, "attention-backend")
     assert manifest[1]["object"] == "host.fast_attn.backend:FastAttnBackend"
     assert manifest[1]["enable"][0] == "--attention-backend FAST_ATTN (or LLM(attention_backend='FAST_ATTN'))"
     assert "HOST_FAST_ATTN_KERNELS=torch|triton" in manifest[1]["enable"][2]

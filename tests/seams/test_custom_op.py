@@ -4,11 +4,10 @@ another component (whose package then still passes its tests in the CPU engine).
 from __future__ import annotations
 
 import importlib
-import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, run_package_tests
+from seam_helpers import add_into, added, assert_lint_clean, assert_registered, run_package_tests
 
 from tests.helpers import run_cli
 from vllm_scaffold.catalog import get_seam
@@ -41,15 +40,12 @@ def test_new_with_a_bad_op_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:
-    done = run_cli("add", "custom-op", "norm", "--data", "op=RMSNorm", cwd=host)
-    assert done.exit_code == 0, done.stderr
+    add_into(host, "custom-op", "norm", "op=RMSNorm")
     layer = (host / "src/host/norm/layer.py").read_text()
     assert "class NormRMSNorm(RMSNorm):" in layer and "RMSNorm.register_oot(NormRMSNorm)" in layer
     assert 'FUSED_ADD_OP_NAME = "host::norm_add"' in (host / "src/host/norm/kernel.py").read_text()
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.norm.layer:register"' in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "custom-op"]
+    assert_registered(host, "host.norm.layer:register")
+    manifest = added(host, "custom-op")
     assert manifest[1]["object"] == "host.norm.layer:NormRMSNorm"
     assert any("'+RMSNorm'" in line for line in manifest[1]["enable"])
     assert_lint_clean(host, "src/host/norm", "tests/test_norm_kernel.py", "tests/test_norm_layer.py",

@@ -3,26 +3,20 @@ pass against the real server)."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, run_package_tests
-
-from tests.helpers import run_cli
+from seam_helpers import add_into, added, assert_lint_clean, entry_points, run_package_tests
 
 
 def add_admin(host: Path) -> None:
-    done = run_cli("add", "endpoint", "admin", "--data", "route_prefix=/ops/admin", cwd=host)
-    assert done.exit_code == 0, done.stderr
+    add_into(host, "endpoint", "admin", "route_prefix=/ops/admin")
 
 
 def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:
     add_admin(host)
-    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
-    assert pyproject["project"]["entry-points"]["vllm.endpoint_plugins"] == {"admin": "host.admin.plugin:AdminEndpoint"}
-    manifest = pyproject["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "endpoint"]
+    assert entry_points(host, "vllm.endpoint_plugins") == {"admin": "host.admin.plugin:AdminEndpoint"}
+    manifest = added(host, "endpoint")
     assert "'admin'" in manifest[1]["enable"][0] and "'host'" in manifest[1]["enable"][0]
     assert 'PREFIX = "/ops/admin"' in (host / "src/host/admin/plugin.py").read_text()
     # Naming only the endpoint would drop the general plugin: the page and the tests name both.
@@ -33,7 +27,4 @@ def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:
 @pytest.mark.engine
 def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
     add_admin(host)
-    run_package_tests(
-        host, tmp_path / "cache", "tests/test_vllm_plugin.py",
-         "tests/test_admin_server.py"
-    )  # fmt: skip
+    run_package_tests(host, tmp_path / "cache", "tests/test_vllm_plugin.py", "tests/test_admin_server.py")

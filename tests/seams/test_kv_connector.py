@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from seam_helpers import added, assert_registered
 
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
@@ -16,10 +17,8 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     assert 'CONNECTOR_NAME = "HostDiskConnector"' in registration
     assert 'MODULE_PATH = "host.disk_kv.connector"' in registration
     # The name must be known in every vLLM process: the general plugin runs the registration.
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.disk_kv.registration:register"' in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "kv-connector"]
+    assert_registered(host, "host.disk_kv.registration:register")
+    manifest = added(host, "kv-connector")
     assert manifest[1]["object"] == "host.disk_kv.connector:HostDiskConnector"
     assert '"kv_connector": "HostDiskConnector"' in manifest[1]["enable"][0]
     assert '"kv_connector_module_path": "host.disk_kv.connector"' in manifest[1]["enable"][1]

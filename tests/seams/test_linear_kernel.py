@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from seam_helpers import assert_lint_clean, run_package_tests
+from seam_helpers import added, assert_lint_clean, assert_registered, run_package_tests
 
 from tests.helpers import run_cli
 
@@ -40,10 +40,8 @@ def test_add_mp_next_to_a_general_plugin(host: Path) -> None:
     assert "class MmW8A16LinearKernel(MPLinearKernel):" in source
     assert 'register_linear_kernel(MmW8A16LinearKernel, platform, "mp")' in source
     assert "def unpack_uint8b128(" in (host / "src/host/mm/kernel.py").read_text()
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.mm.linear_kernel:register"' in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "linear-kernel"]
+    assert_registered(host, "host.mm.linear_kernel:register")
+    manifest = added(host, "linear-kernel")
     assert manifest[1]["object"] == "host.mm.linear_kernel:MmW8A16LinearKernel"
     assert "pack-quantized W8A16" in manifest[1]["enable"][0] and "--linear-backend" in manifest[1]["enable"][1]
     assert_lint_clean(host, "src/host/mm", "tests/test_mm_kernel.py", "tests/test_mm_selection.py",

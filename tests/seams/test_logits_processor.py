@@ -3,30 +3,21 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
-from seam_helpers import assert_lint_clean, run_package_tests
-
-from tests.helpers import run_cli
+from seam_helpers import add_into, added, assert_lint_clean, entry_points, run_package_tests
 
 
 def add_list_variant(host: Path) -> None:
-    answers = ["--data", "param_name=allowed_ids", "--data", "param_type=list[int]"]
-    done = run_cli("add", "logits-processor", "only", *answers, cwd=host)
-    assert done.exit_code == 0, done.stderr
+    add_into(host, "logits-processor", "only", "param_name=allowed_ids", "param_type=list[int]")
 
 
 def test_add_the_list_variant_next_to_a_general_plugin(host: Path) -> None:
     add_list_variant(host)
-    pyproject = tomllib.loads((host / "pyproject.toml").read_text())
-    assert pyproject["project"]["entry-points"]["vllm.logits_processors"] == {
-        "only": "host.only.processor:OnlyLogitsProcessor"
-    }
-    assert pyproject["project"]["entry-points"]["vllm.general_plugins"] == {"host": "host.vllm_plugin:register"}
-    manifest = pyproject["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "logits-processor"]
+    assert entry_points(host, "vllm.logits_processors") == {"only": "host.only.processor:OnlyLogitsProcessor"}
+    assert entry_points(host, "vllm.general_plugins") == {"host": "host.vllm_plugin:register"}
+    manifest = added(host, "logits-processor")
     assert '"allowed_ids"' in manifest[1]["enable"][0]
     processor = (host / "src/host/only/processor.py").read_text()
     assert 'PARAM = "allowed_ids"' in processor and "MAX_ALLOWED = 64" in processor
@@ -41,6 +32,10 @@ def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) 
     """The list variant in the engine (the default is covered by the golden package's own run)."""
     add_list_variant(host)
     run_package_tests(
-        host, tmp_path / "cache", "tests/test_vllm_plugin.py",
-         "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py"
-    )  # fmt: skip
+        host,
+        tmp_path / "cache",
+        "tests/test_vllm_plugin.py",
+        "tests/test_only_kernel.py",
+        "tests/test_only_runners.py",
+        "tests/test_only_engine.py",
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from seam_helpers import added, assert_registered
 
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
@@ -12,9 +13,7 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     assert done.exit_code == 0, done.output
     source = (host / "src/host/adapters/resolver.py").read_text()
     assert 'DIR_ENV = "HOST_LORAS"' in source and "CHECK_BASE_MODEL = False" in source
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.adapters.resolver:register"' in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "lora-resolver"]
+    assert_registered(host, "host.adapters.resolver:register")
+    manifest = added(host, "lora-resolver")
     assert manifest[1]["object"] == "host.adapters.resolver:AdaptersResolver"
     assert "HOST_LORAS=DIR" in manifest[1]["enable"][0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from seam_helpers import assert_registered
+
 
 def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> None:
     done = cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
@@ -12,7 +14,6 @@ def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> N
     registration = (host / "src/host/tiny_lm/registration.py").read_text()
     assert 'MODEL_CLASS = "host.tiny_lm.model:TinyLMForCausalLM"' in registration
     assert "class TinyLMForCausalLM(nn.Module):" in (host / "src/host/tiny_lm/model.py").read_text()
-    plugin = (host / "src/host/vllm_plugin.py").read_text()
-    assert '"host.hooks.registration:register"' in plugin and '"host.tiny_lm.registration:register"' in plugin
+    assert_registered(host, "host.tiny_lm.registration:register")
     component = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"][1]
     assert component["object"] == "host.tiny_lm.model:TinyLMForCausalLM"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from seam_helpers import added
 
 
 def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
@@ -19,8 +20,7 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     # A scheduler is selected by path, so the general plugin gains no registration.
     plugin = (host / "src/host/vllm_plugin.py").read_text()
     assert '"host.hooks.registration:register"' in plugin and "prio" not in plugin
-    manifest = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
-    assert [c["seam"] for c in manifest] == ["general-plugin", "scheduler"]
+    manifest = added(host, "scheduler")
     assert manifest[1]["object"] == "host.prio.policy.PrioScheduler"
     assert manifest[1]["enable"][0] == "--scheduler-cls host.prio.policy.PrioScheduler"
     assert '{"urgency": N}' in manifest[1]["enable"][1]
