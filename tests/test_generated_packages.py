@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests import fresh_clone
-from vllm_scaffold.examples import render_example, templated_keys
+from vllm_scaffold.catalog import templated_keys
+from vllm_scaffold.scaffold import render_example
 
 
 @pytest.mark.parametrize("key", templated_keys())

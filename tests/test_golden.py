@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from scripts.examples import EXAMPLES_DIR
 from tests.helpers import snapshot
-from vllm_scaffold.examples import EXAMPLES_DIR, render_example, templated_keys
+from vllm_scaffold.catalog import templated_keys
+from vllm_scaffold.scaffold import render_example
 
-REGENERATE = "python -m vllm_scaffold.examples {key}"
+REGENERATE = "python scripts/examples.py {key}"
 
 
 @pytest.mark.parametrize("key", templated_keys())

@@ -6,16 +6,16 @@ from collections.abc import Callable
 
 import pytest
 
+from scripts.in_tree_names import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor import installed
-from vllm_scaffold.in_tree import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold.rendering import questions, templates_root
 from vllm_scaffold.vllm_facts import linear_kernels
 
 
 def test_in_tree_names_are_those_of_the_shipped_releases() -> None:
     stored = (templates_root() / "_shared" / DATA_FILE).read_text(encoding="utf-8")
-    assert stored == shipped_data(), "a release index changed: run python -m vllm_scaffold.in_tree"
+    assert stored == shipped_data(), "a release index changed: run python scripts/in_tree_names.py"
 
 
 def _architectures() -> list[str]:

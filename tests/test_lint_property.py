@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 
 from vllm_scaffold import names
 from vllm_scaffold.answers import FALSE, MAX_TEXT_LENGTH, TRUE
-from vllm_scaffold.catalog import templated_seam
+from vllm_scaffold.catalog import templated_keys, templated_seam
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.examples import templated_keys
 from vllm_scaffold.scaffold import add_to_project, new_package
 
 LOWER = string.ascii_lowercase

@@ -88,6 +88,14 @@ def new_package(
     return Result(dest, changes, written=True, new_package=True)
 
 
+def render_example(seam_key: str, dest: Path) -> Path:
+    """The seam's example package (the catalog's `example` name, every default answer) rendered into `dest`:
+    what generated_examples/<seam>/ holds."""
+    seam = templated_seam(seam_key)
+    assert seam.example, f"catalog entry {seam_key} needs an `example` package name"
+    return new_package(seam_key, seam.example, dest, {}, interactive=False, dry_run=False).root
+
+
 def add_to_project(
     seam_key: str, name: str, root: Path, data: dict[str, str], *, interactive: bool, dry_run: bool
 ) -> Result:

@@ -135,6 +135,11 @@ def get_seam(key: str) -> Seam:
     raise ScaffoldError(f"unknown seam '{key}'", hint)
 
 
+def templated_keys() -> list[str]:
+    """The seams that have a template, in catalog order."""
+    return [seam.key for seam in load_catalog().values() if seam.has_template]
+
+
 def entry_point_group(key: str) -> str:
     """The entry-point group through which vLLM loads seam `key`."""
     group = get_seam(key).group

@@ -1,7 +1,7 @@
 """Facts about vLLM, one index per release, read from the release's Python sources (never imported).
 
 Everything this tool knows about a vLLM release comes from here: the names the templates refuse
-(`vllm_scaffold.in_tree`), what `doctor` checks against the installed vLLM, and what `doctor --vllm VERSION`
+(`scripts/in_tree_names.py`), what `doctor` checks against the installed vLLM, and what `doctor --vllm VERSION`
 checks against releases that are not installed.
 
 - `build.py` reads a wheel or source tree into an index; `registries.py` reads the in-tree registries;

@@ -5,8 +5,8 @@ architectures, quantization methods), raises in every process (KV connectors), o
 (attention backends other than the CUSTOM slot), so the templates' questions refuse them. A generated plugin
 runs on every release it declares, so a name is refused when any of those releases registers it. The lists
 come from the shipped release indexes (`vllm_scaffold.vllm_facts`) into
-`templates/_shared/in_tree_names.jinja`, so the CLI never reads vLLM. Regenerate them after adding a release
-with `python -m vllm_scaffold.in_tree`.
+`templates/_shared/in_tree_names.jinja`, so the CLI never reads vLLM. A maintainer script, not part of the
+tool: regenerate the file after adding a release with `python scripts/in_tree_names.py`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def names(versions: list[str]) -> dict[str, list[str]]:
 
 
 def render_data(versions: list[str]) -> str:
-    header = f"Names vLLM {', '.join(versions)} register themselves; written by python -m vllm_scaffold.in_tree"
+    header = f"Names vLLM {', '.join(versions)} register themselves; written by python scripts/in_tree_names.py"
     lines = [f"{{# {header} #}}"]
     for variable, found in names(versions).items():
         lines += [f"{{% set {variable} = [", *(f'    "{name}",' for name in found), "] %}"]
