@@ -23,7 +23,7 @@ def test_add_the_list_variant_next_to_a_general_plugin(host: Path) -> None:
     assert 'PARAM = "allowed_ids"' in processor and "MAX_ALLOWED = 64" in processor
     assert "class OnlyLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):" in processor
     mine = ["src/host/only", "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py",
-            "benchmarks/only_masking.py"]  # fmt: skip
+            "benchmarks/bench_only.py"]  # fmt: skip
     assert_lint_clean(host, *mine)
 
 
