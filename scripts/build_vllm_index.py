@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.vllm_facts import store
 
 
@@ -33,14 +34,14 @@ def main(specs: list[str]) -> None:
         index = store.build_index(source, version, distribution)
         data = store.encode(index)
         target = store.SHIPPED / f"{version}{store.SUFFIX}"
-        store.write_atomically(target, data)
+        write_atomically(target, data)
         manifest[version] = {"distribution": distribution, "digest": index["digest"]}
         print(
             f"{version} ({distribution}): {len(index['modules'])} modules, {len(data) / 1e6:.2f} MB compressed, "
             f"built in {time.perf_counter() - started:.1f} s -> {target}"
         )
     text = json.dumps(dict(sorted(manifest.items(), key=lambda item: store.version_key(item[0]))), indent=2)
-    store.write_atomically(store.SHIPPED / "releases.json", (text + "\n").encode())
+    write_atomically(store.SHIPPED / "releases.json", (text + "\n").encode())
 
 
 if __name__ == "__main__":

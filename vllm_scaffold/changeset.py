@@ -9,12 +9,11 @@ a half-written `pyproject.toml`.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.formatting import RUFF_CONFIG_FILES, format_sources
 
@@ -85,19 +84,3 @@ class Changeset:
             write_atomically(self.root / relpath, content)
         for relpath, (_, after) in self.edited.items():
             write_atomically(self.root / relpath, after)
-
-
-def write_atomically(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-        if path.exists():
-            os.chmod(scratch, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(scratch, 0o644)
-        os.replace(scratch, path)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise

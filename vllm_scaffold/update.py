@@ -27,8 +27,8 @@ import yaml
 
 from vllm_scaffold import __version__, snapshot
 from vllm_scaffold.answers import recorded_data
+from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.catalog import templated_seam
-from vllm_scaffold.changeset import write_atomically
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.merge import merge_text, merge_toml
 from vllm_scaffold.project import Project

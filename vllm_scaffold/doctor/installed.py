@@ -156,8 +156,3 @@ def in_tree_custom_ops() -> dict[str, str]:
 def cache_dir() -> Path:
     """Where doctor keeps what is slow to compute: keyed by content, safe to delete."""
     return vllm_facts.store.cache_root() / "doctor"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Concurrent doctor runs share the cache: a reader sees the old file or the whole new one."""
-    vllm_facts.store.write_atomically(path, text.encode("utf-8"))

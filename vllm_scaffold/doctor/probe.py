@@ -16,9 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding
-from vllm_scaffold.doctor.installed import GROUPS, cache_dir, write_atomically
+from vllm_scaffold.doctor.installed import GROUPS, cache_dir
 from vllm_scaffold.doctor.source import all_calls
 
 SCRIPT = Path(__file__).with_name("probe_script.py")

@@ -19,6 +19,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts.build import FORMAT, build, read_sources, version_of
 from vllm_scaffold.vllm_facts.index import ReleaseIndex
@@ -33,14 +34,6 @@ def cache_root() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "vllm-scaffold"
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Concurrent runs share the cache: a reader sees the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{id(data)}")
-    partial.write_bytes(data)
-    os.replace(partial, path)
 
 
 def encode(index: dict) -> bytes:
