@@ -1,7 +1,10 @@
-"""Helpers for the tool's own tests: the CLI run in-process, file trees written from a spec, snapshots."""
+"""Helpers for the tool's own tests: the CLI run in-process, pytest run in a project, file trees written from a
+spec, snapshots."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from textwrap import dedent
@@ -21,6 +24,14 @@ def run_cli(*args: str, cwd: Path | None = None) -> Result:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(cwd)
         return runner.invoke(app, list(args))
+
+
+def run_pytest(project: Path, *args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest -q ARGS` in `project`, in a fresh interpreter with `env`; the output is captured."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return subprocess.run(
+        command, cwd=project, env=dict(env), capture_output=True, text=True, timeout=1800, check=False
+    )
 
 
 def build_file_tree(spec: Mapping[str, str], root: Path) -> Path:

@@ -5,26 +5,25 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_pytest
 from vllm_scaffold_testing.cuda_compile import ARCHS, CompileResult, LaunchRecorder, declared_launches, parse_archs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cuda_kernels" / "copy_kernels.py"
 
 
-def run_pytest(tmp_path: Path, test_source: str, *options: str) -> subprocess.CompletedProcess[str]:
+def run_kernel_tests(tmp_path: Path, test_source: str, *options: str) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     shutil.copy(FIXTURE, project / "copy_kernels.py")
     (project / "test_kernels.py").write_text(test_source)
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": str(tmp_path / "cache")}
     env.pop("TRITON_INTERPRET", None)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "default", *options]
-    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return run_pytest(project, "-W", "default", *options, env=env)
 
 
 COPY_TEST = """
@@ -38,12 +37,12 @@ def test_copy():
 
 
 def test_launches_compile_and_a_second_run_reads_the_cache(tmp_path: Path) -> None:
-    first = run_pytest(tmp_path, COPY_TEST, "--cuda-arch", "80,90")
+    first = run_kernel_tests(tmp_path, COPY_TEST, "--cuda-arch", "80,90")
     assert first.returncode == 0, first.stdout + first.stderr
     # The test's launch and the module's two declared configurations, for two architectures.
     assert "3 Triton launches checked for sm_80, sm_90: 6 compiled, 0 from the cache" in first.stdout
     assert "CudaSpillWarning" in first.stdout and "wide_row_kernel [one 8192-wide row on one warp]" in first.stdout
-    second = run_pytest(tmp_path, COPY_TEST, "--cuda-arch", "80,90")
+    second = run_kernel_tests(tmp_path, COPY_TEST, "--cuda-arch", "80,90")
     assert second.returncode == 0, second.stdout + second.stderr
     assert "0 compiled, 6 from the cache" in second.stdout
 
@@ -59,7 +58,7 @@ def test_matmul():
     square_matmul_kernel[(1,)](a, out, BLOCK=128, STEPS=2)
     torch.testing.assert_close(out, a[0] @ a[0] + a[1] @ a[1], rtol=1e-4, atol=1e-3)
 """
-    completed = run_pytest(tmp_path, source, "--cuda-arch", "86,90")
+    completed = run_kernel_tests(tmp_path, source, "--cuda-arch", "86,90")
     assert completed.returncode == 1, completed.stdout
     assert "copy_kernels.square_matmul_kernel (BLOCK=128 STEPS=2) needs" in completed.stdout
     assert "sm_86 allows 101376 per block" in completed.stdout
@@ -77,21 +76,21 @@ def test_interpreted():
     interpreter_only_kernel[(1,)](src, dst, BLOCK=16)
     assert torch.equal(dst, src)
 """
-    completed = run_pytest(tmp_path, source, "--cuda-arch", "90")
+    completed = run_kernel_tests(tmp_path, source, "--cuda-arch", "90")
     assert completed.returncode == 1, completed.stdout
     assert "copy_kernels.interpreter_only_kernel (BLOCK=16) does not compile for sm_90" in completed.stdout
     assert "unsupported AST node type: Try" in completed.stdout
 
 
 def test_without_the_option_nothing_is_compiled(tmp_path: Path) -> None:
-    completed = run_pytest(tmp_path, COPY_TEST)
+    completed = run_kernel_tests(tmp_path, COPY_TEST)
     assert completed.returncode == 0, completed.stdout
     assert "CUDA compile checks" not in completed.stdout
     assert not (tmp_path / "cache").exists()
 
 
 def test_unknown_architecture_is_a_usage_error(tmp_path: Path) -> None:
-    completed = run_pytest(tmp_path, COPY_TEST, "--cuda-arch", "90,75")
+    completed = run_kernel_tests(tmp_path, COPY_TEST, "--cuda-arch", "90,75")
     assert completed.returncode == 4
     assert "--cuda-arch: unknown CUDA architecture '75'" in completed.stderr
     with pytest.raises(ValueError, match="use a comma-separated list of 80,86,89,90,100,120"):

@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.helpers import run_cli, snapshot
+from tests.helpers import run_cli, run_pytest, snapshot
 
 
 def general_plugin_host(tmp_path: Path) -> Path:
@@ -64,10 +64,7 @@ def run_package_tests(package: Path, cache: Path, *pytest_args: str) -> None:
     """
     env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(cache))}
     env.pop("PYTHONPATH", None)
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *pytest_args],
-        cwd=package, env=env, capture_output=True, text=True, timeout=1800, check=False,
-    )  # fmt: skip
+    completed = run_pytest(package, "-x", *pytest_args, env=env)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output[-12000:]
     assert " passed" in output.strip().splitlines()[-1]
