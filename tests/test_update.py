@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import snapshot
+from tests.helpers import snapshot
 from vllm_scaffold import __version__, merge, rendering
 from vllm_scaffold.scaffold import new_package
 from vllm_scaffold.snapshot import BASE_DIR
