@@ -1,6 +1,6 @@
 """Times the Triton masking kernel of `my_lp.logits` against the eager torch version.
 
-Not loaded by vLLM: run it by hand from the package's root, `python benchmarks/logits_masking.py`
+Not loaded by vLLM: run it by hand from the package's root, `python benchmarks/bench_logits.py`
 (it imports the package from src/). On CUDA it uses logits of shape
 [256, 128256] (a Llama-3 vocabulary, a full decode batch) with half of the rows selected, and prints the
 kernel's achieved GB/s (bytes from `kernel.traffic` / time) and its share of the GPU's peak from a table of
