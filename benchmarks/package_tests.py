@@ -4,8 +4,10 @@
 
 Renders each templated seam's golden package into scratch space and runs `python -m pytest -q` in it, as
 its author would (add `--slow` to time `pytest --slow`, what the generated CI runs). For each package it
-prints the wall time of the whole command (interpreter start, private install and collection included),
-pytest's summary line and the 1-minute load average before and after. `--load N` keeps N other engine
+prints the wall time of the whole command (interpreter start, private install and collection included), its
+CPU time (user + system, the command and every process it waited for: the work itself, which a busy machine
+stretches in wall time but not in CPU time), pytest's summary line and the 1-minute load average before and
+after. `--load N` keeps N other engine
 test runs going meanwhile (the logits-processor package's default tier, restarted whenever it ends), the
 way a shared CI machine is busy. The tiny model is built once under `--cache` (default: a scratch dir).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -39,6 +42,12 @@ def package_env(cache: Path) -> dict[str, str]:
 
 def load_average() -> float:
     return os.getloadavg()[0]
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Load:
@@ -74,16 +83,17 @@ def main() -> None:
         env = package_env(args.cache or root / "cache")
         load = Load([render_example(LOAD_SEAM, root / f"load-{i}") for i in range(args.load)], env)
         tier = "pytest --slow" if args.slow else "pytest"
-        print(f"{'seam':<18} {tier:>13}  load before/after  summary")
+        print(f"{'seam':<18} {tier:>13} {'CPU':>8}  load before/after  summary")
         try:
             for key in args.seams:
                 package = render_example(key, root / key)
-                before, start = load_average(), time.perf_counter()
+                before, start, cpu = load_average(), time.perf_counter(), children_cpu()
                 done = subprocess.run(pytest_command(args.slow), cwd=package, env=env, capture_output=True, text=True)
-                seconds, after = time.perf_counter() - start, load_average()
+                seconds, cpu, after = time.perf_counter() - start, children_cpu() - cpu, load_average()
                 lines = (done.stdout + done.stderr).strip().splitlines()
                 summary = lines[-1].strip("= ") if lines else f"exit {done.returncode}"
-                print(f"{key:<18} {seconds:>12.1f}s  {before:>5.1f} / {after:<5.1f}     {summary}", flush=True)
+                row = f"{key:<18} {seconds:>12.1f}s {cpu:>7.1f}s  {before:>5.1f} / {after:<5.1f}     {summary}"
+                print(row, flush=True)
         finally:
             load.stop()
 
