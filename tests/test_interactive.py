@@ -3,8 +3,10 @@ types, at 80 columns), refused with a one-line error everywhere else."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,16 @@ from vllm_scaffold.seam_picker import SeamPicker
 
 CATALOG = load_catalog()
 SEAM_QUESTION = "Which seam should the new package plug into?"
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short scratch directory instead of pytest's: the paths these tests read on an 80-column screen then fit
+    on one line. Pytest's own (longer under pytest-xdist: `.../popen-gw1/<test name>`) is one word wider than
+    the screen, which the program can only break mid-word."""
+    scratch = Path(tempfile.mkdtemp(prefix="vs-"))
+    yield scratch
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture
