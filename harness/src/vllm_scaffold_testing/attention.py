@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from vllm_scaffold_testing.engine import entry_point_site
+
 OVERRIDE_ENV = "VLLM_SCAFFOLD_CPU_ATTN_OVERRIDE"
-_DIST = "vllm_scaffold_cpu_attn_override-0.dist-info"
+_PLUGIN = "vllm_scaffold_cpu_attn_override"
 
 
 def override_cpu_attention(class_path: str) -> None:
@@ -50,17 +52,8 @@ def apply_override_from_env() -> None:
 
 def override_site(root: Path) -> Path:
     """A directory holding only the metadata of a distribution whose general plugin is apply_override_from_env."""
-    dist_info = root / _DIST
-    dist_info.mkdir(parents=True, exist_ok=True)
-    (dist_info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: vllm-scaffold-cpu-attn-override\nVersion: 0\n", encoding="utf-8"
-    )
-    (dist_info / "entry_points.txt").write_text(
-        "[vllm.general_plugins]\n"
-        f"vllm_scaffold_cpu_attn_override = {__name__}:apply_override_from_env\n",
-        encoding="utf-8",
-    )
-    return root
+    target = f"{__name__}:{apply_override_from_env.__name__}"
+    return entry_point_site(root, "vllm-scaffold-cpu-attn-override", "vllm.general_plugins", _PLUGIN, target)
 
 
 @pytest.fixture

@@ -154,6 +154,19 @@ def release_cache_root() -> str | None:
     return os.path.join(base, "vllm", f"release-{version}")
 
 
+def entry_point_site(root: Path, distribution: str, group: str, name: str, target: str) -> Path:
+    """A directory holding only the metadata of `distribution`, whose one entry point is `name = target`.
+
+    On PYTHONPATH it makes vLLM load `target` as a plugin of `group` (e.g. `vllm.general_plugins`) in every
+    process that sees it, without installing anything.
+    """
+    dist_info = root / f"{distribution.replace('-', '_')}-0.dist-info"
+    dist_info.mkdir(parents=True, exist_ok=True)
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0\n", encoding="utf-8")
+    (dist_info / "entry_points.txt").write_text(f"[{group}]\n{name} = {target}\n", encoding="utf-8")
+    return root
+
+
 def engine_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for an engine subprocess: this one, offline, in-process by default, plus `extra`."""
     env = {**os.environ, **ENGINE_ENV}

@@ -16,6 +16,9 @@ vLLM nor Triton at load time, so kernel tests also run where vLLM is absent.
 - `plugin_site`: the package under test, visible to this process and every process it starts.
 - `engine_env`, `run_python`: engine subprocesses; `make_llm`: in-process engines torn down after the test;
   `openai_server`: vLLM's HTTP server, its log attached to the report when the test fails.
+- `ray_engine_env`: environment for an engine script that starts its own Ray cluster (`local_ray_cluster`);
+  `ray_cluster`: a separately started one, shared by the session. Both skip when Ray is not installed and
+  fail the test when one of their Ray processes outlives it (after ending it). See `scale_out`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from vllm_scaffold_testing import engine, tiny_model
+from vllm_scaffold_testing import engine, scale_out, tiny_model
 from vllm_scaffold_testing.attention import cpu_attention_override  # noqa: F401
 from vllm_scaffold_testing.kernels import disabled_kernels  # noqa: F401
 from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
@@ -234,6 +237,49 @@ def openai_server(
         server.stop()
         if failed:
             request.node.add_report_section("call", f"vllm server log ({server.log_path})", server.log_tail())
+
+
+@pytest.fixture(scope="session")
+def ray_platform_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory that, on PYTHONPATH, makes vLLM run on `RayCpuPlatform`; skips the test without Ray."""
+    if not scale_out.ray_available():
+        pytest.skip("Ray is not installed: pip install 'vllm-scaffold-testing[ray]'")
+    return scale_out.ray_platform_site(tmp_path_factory.mktemp("ray-platform"))
+
+
+@pytest.fixture
+def ray_engine_env(engine_env: dict[str, str], ray_platform_path: Path) -> Iterator[dict[str, str]]:
+    """Environment for a script whose front end starts Ray itself with `scale_out.local_ray_cluster()`.
+
+    After the test, no process of that cluster may be left: any that is gets ended and fails the test.
+    """
+    temp_dir = scale_out.new_ray_temp_dir()
+    env = scale_out.with_path_first(engine_env, ray_platform_path)
+    yield {**env, **scale_out.RAY_ENGINE_ENV, scale_out.RAY_TEMP_DIR_ENV: str(temp_dir)}
+    _stop_and_check(temp_dir, "the engine script's Ray cluster")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_platform_path: Path, plugin_site: Path | None) -> Iterator[scale_out.RayCluster]:
+    """A Ray cluster started with `ray start --head` for the session, as in a multi-node deployment.
+
+    Its nodes have vLLM and the Ray platform but not the privately installed package under test: that
+    reaches the workers through `ray_cluster.runtime_env(plugin_site)`. Join it from an engine script with
+    `scale_out.joined_ray_cluster(address, runtime_env)` and `ray_cluster.client_env` in the environment.
+    """
+    env = scale_out.with_path_first(engine.engine_environment(), ray_platform_path, drop=plugin_site)
+    cluster = scale_out.RayCluster(env)
+    yield cluster
+    cluster.stop()
+    _stop_and_check(cluster.temp_dir, "the separately started Ray cluster")
+
+
+def _stop_and_check(temp_dir: Path, what: str) -> None:
+    stragglers = scale_out.ray_processes(temp_dir)
+    scale_out.stop_processes(stragglers)
+    shutil.rmtree(temp_dir, ignore_errors=True)
+    if stragglers:
+        pytest.fail(f"processes of {what} were still running after the test (now ended): {stragglers}")
 
 
 @pytest.hookimpl(wrapper=True)
