@@ -44,6 +44,15 @@ def command(
         str | None,
         typer.Option("--plugins", metavar="VALUE", help="Check this VLLM_PLUGINS value instead of the environment's."),
     ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            "--executor",
+            metavar="ray",
+            help="Also run the plugin under this distributed executor: 'ray' starts a tensor-parallel engine on a "
+            "tiny model on the Ray cluster at RAY_ADDRESS (or a local one) and reports workers without the plugin.",
+        ),
+    ] = None,
     releases: Annotated[
         list[str] | None,
         typer.Option(
@@ -58,8 +67,18 @@ def command(
     from vllm_scaffold.cli._options import reporting
     from vllm_scaffold.errors import ScaffoldError
 
-    options = {} if plugins is None else {"vllm_plugins": plugins}
+    options: dict[str, str | None] = {} if plugins is None else {"vllm_plugins": plugins}
     with reporting():
+        if executor is not None:
+            from vllm_scaffold.doctor.probe_ray import EXECUTORS
+
+            if executor not in EXECUTORS:
+                raise ScaffoldError(f"unknown --executor '{executor}'", "use --executor ray")
+            if live is False or installed or releases:
+                raise ScaffoldError(
+                    "--executor runs the plugin in a live engine of one package against the installed vLLM",
+                    "drop --no-live, --installed and --vllm",
+                )
         if as_json and output not in {"table", "json"}:
             raise ScaffoldError(f"--json and --format {output} ask for two formats", "pass one of them")
         output = "json" if as_json else output
@@ -84,7 +103,7 @@ def command(
                 result = diagnose_installed(live=live, **options)
                 reports = [result.environment, *result.packages]
             else:
-                result = diagnose(target, live=live, **options)
+                result = diagnose(target, live=live, executor=executor, **options)
                 reports = [result]
     if output == "json" and releases:
         typer.echo(render.releases_as_json(reports))

@@ -17,6 +17,7 @@ from vllm_scaffold.doctor import (
     checks_manifest,
     checks_metadata,
     checks_project,
+    probe_ray,
     suppress,
 )
 from vllm_scaffold.doctor.context import Context
@@ -71,17 +72,20 @@ def diagnose(
     vllm_plugins: str | None | object = _UNSET,
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
+    executor: str | None = None,
 ) -> Report:
     """Runs every check on the plugin `target`: a source directory, a wheel or sdist file, or the name of an
     installed distribution. `live=None` probes when vLLM is installed (source directories and wheels only).
     `environ` is the environment vLLM would run in (default: this one); `vllm_plugins` defaults to its
-    VLLM_PLUGINS."""
+    VLLM_PLUGINS. `executor="ray"` also runs the plugin under vLLM's Ray executor (see probe_ray)."""
     environ = dict(os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
         started = time.perf_counter()
         package = open_package(target, Path(scratch), search_path(environ))
         read = time.perf_counter() - started  # finding and parsing every module
-        report = diagnose_package(package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache)
+        report = diagnose_package(
+            package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache, executor=executor
+        )
     report.timings = {"read": read, **report.timings}
     return report
 
@@ -116,6 +120,7 @@ def diagnose_package(
     vllm_plugins: str | None | object = _UNSET,
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
+    executor: str | None = None,
 ) -> Report:
     started = time.perf_counter()
     environ = dict(os.environ if environ is None else environ)
@@ -128,6 +133,8 @@ def diagnose_package(
     with collector_paused():
         for check in STATIC_CHECKS:
             report.add(check(ctx))
+        if executor == "ray" or "RAY_ADDRESS" in environ:
+            report.add(probe_ray.cluster_note(ctx))
     report.timings["static"] = time.perf_counter() - started
 
     if live is None:
@@ -150,8 +157,23 @@ def diagnose_package(
         except ProbeFailed as failure:
             report.live = f"failed: {failure}"
         report.timings["live"] = time.perf_counter() - probe_started
+        if executor == "ray":
+            report.live += f"; Ray executor: {_ray_probe(report, ctx)}"
+            report.timings["live-ray"] = time.perf_counter() - probe_started - report.timings["live"]
     report.findings = suppress.apply(package, report.findings)
     return report
+
+
+def _ray_probe(report: Report, ctx: Context) -> str:
+    """Runs the Ray probe into `report`; what it did, for the report's live-probe line."""
+    from vllm_scaffold.doctor.probe import ProbeFailed
+
+    try:
+        findings, cluster = probe_ray.ray_findings(ctx)
+    except ProbeFailed as failure:
+        return f"failed: {failure}"
+    report.add(findings)
+    return cluster
 
 
 def _vllm_not_installed() -> Finding:

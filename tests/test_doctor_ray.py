@@ -1,0 +1,94 @@
+"""doctor and Ray clusters: the note on every node, the Ray probe's findings, `--executor ray`.
+
+The engine test starts a cluster with `ray start --head` whose nodes lack the plugin, as a multi-node
+deployment where the plugin was installed only where the front end runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold.doctor.context import Context
+from vllm_scaffold.doctor.package import PluginPackage
+from vllm_scaffold.doctor.probe_ray import cluster_note, missing_in_workers, worker_entry_points
+from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold_testing import scale_out
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+GENERAL_PLUGIN = REPOSITORY / "generated_examples" / "general-plugin"
+STAT_LOGGER_ONLY = """
+[project]
+name = "only-a-logger"
+version = "0"
+[project.entry-points."vllm.stat_logger_plugins"]
+only_a_logger = "only_a_logger:Logger"
+"""
+
+
+def context(root: Path) -> Context:
+    return Context.build(PluginPackage.load(root), None, {})
+
+
+def test_the_note_names_the_general_plugin_and_both_ways_onto_the_nodes() -> None:
+    (note,) = cluster_note(context(GENERAL_PLUGIN))
+    assert note.code == "ray-every-node" and note.severity == "info"
+    assert "vllm.general_plugins" in note.where
+    assert "install my-plugin" in note.fix and "runtime_env" in note.fix
+
+
+def test_no_note_for_a_package_with_nothing_loaded_in_workers(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(STAT_LOGGER_ONLY, encoding="utf-8")
+    (tmp_path / "only_a_logger.py").write_text("class Logger:\n    pass\n", encoding="utf-8")
+    assert cluster_note(context(tmp_path)) == []
+
+
+@pytest.mark.parametrize(("environ", "noted"), [({}, False), ({"RAY_ADDRESS": "10.0.0.5:6379"}, True)])
+def test_the_note_appears_only_where_ray_is_in_play(environ: dict[str, str], noted: bool) -> None:
+    report = diagnose(GENERAL_PLUGIN, live=False, environ=environ)
+    assert ("ray-every-node" in {f.code for f in report.findings}) == noted
+    assert not report.has_error
+
+
+def test_a_worker_without_the_module_is_an_error_naming_it() -> None:
+    ctx = context(GENERAL_PLUGIN)
+    entry_points = worker_entry_points(ctx)
+    seen = {"pid": 1, "host": "head", "imported": [True]}
+    result = {"cluster": "joined 10.0.0.5:6379", "front_end": seen, "workers": [seen, {**seen, "pid": 2, "host": "b"}]}
+    assert missing_in_workers(ctx, entry_points, result) == []
+    result["workers"][1]["imported"] = [False]
+    (finding,) = missing_in_workers(ctx, entry_points, result)
+    assert finding.code == "ray-worker-missing-plugin" and finding.severity == "error"
+    assert "1 of 2 Ray workers (pid 2 on b; cluster joined 10.0.0.5:6379)" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--executor", "dask"], "unknown --executor 'dask'"),
+        (["--executor", "ray", "--no-live"], "--executor runs the plugin in a live engine"),
+    ],
+)
+def test_executor_refusals(cli, args: list[str], message: str) -> None:
+    result = cli("doctor", str(GENERAL_PLUGIN), *args)
+    assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.engine
+@pytest.mark.skipif(not scale_out.ray_available(), reason="Ray is not installed")
+def test_the_ray_probe_finds_workers_on_nodes_without_the_plugin(tmp_path: Path) -> None:
+    platform = scale_out.ray_platform_site(tmp_path / "ray-platform")  # the nodes run vLLM's CPU build
+    cluster = scale_out.RayCluster(scale_out.with_path_first(os.environ, platform))
+    try:
+        environ = {**os.environ, **cluster.client_env, "RAY_ADDRESS": cluster.address}
+        report = diagnose(GENERAL_PLUGIN, environ=environ, executor="ray", use_cache=False)
+    finally:
+        cluster.stop()
+    assert scale_out.ray_processes(cluster.temp_dir) == []
+    codes = {f.code: f for f in report.findings}
+    assert "ray-every-node" in codes, report.live
+    assert "ray-worker-missing-plugin" in codes, report.live
+    assert "2 of 2 Ray workers" in codes["ray-worker-missing-plugin"].message
+    assert f"Ray executor: joined {cluster.address}" in report.live
