@@ -8,13 +8,16 @@ package's content, the installed vLLM and the other installed plugins, so a seco
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.doctor.context import Context
@@ -58,27 +61,50 @@ def _probe_environment(ctx: Context, site: Path) -> dict[str, str]:
 
 
 def _run(mode: str, ctx: Context, own: list[dict[str, str]], env: dict[str, str], work: Path) -> list[Finding]:
-    request, result = work / f"{mode}.json", work / f"{mode}-findings.json"
     apis = sorted({call.api for call in all_calls(ctx.package)})
-    request.write_text(
-        json.dumps({"mode": mode, "dist": ctx.package.dist_name, "own": own, "apis": apis}), encoding="utf-8"
-    )
+    request = {"mode": mode, "dist": ctx.package.dist_name, "own": own, "apis": apis}
+    found = run_script("vllm_scaffold.doctor.probe_script", f"the {mode} probe", request, env, work, PROBE_TIMEOUT_S)
+    return [Finding.from_json(item) for item in found]
+
+
+def run_script(module: str, what: str, request: object, env: dict[str, str], work: Path, timeout: float) -> Any:
+    """`python -m module REQUEST RESULT` in `work`, REQUEST holding `request` as JSON; the JSON it writes to RESULT.
+
+    Raises ProbeFailed when the script does not finish in `timeout` seconds or writes nothing.
+    """
+    name = module.rpartition(".")[2]
+    request_file, result_file = work / f"{name}-request.json", work / f"{name}-result.json"
+    request_file.write_text(json.dumps(request), encoding="utf-8")
     try:
         completed = subprocess.run(
-            [sys.executable, "-m", "vllm_scaffold.doctor.probe_script", str(request), str(result)],
+            [sys.executable, "-m", module, str(request_file), str(result_file)],
             env=env,
             cwd=work,
             capture_output=True,
             text=True,
-            timeout=PROBE_TIMEOUT_S,
+            timeout=timeout,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ProbeFailed(f"the {mode} probe did not finish in {PROBE_TIMEOUT_S}s") from None
-    if completed.returncode != 0 or not result.is_file():
+        raise ProbeFailed(f"{what} did not finish in {timeout}s") from None
+    if completed.returncode != 0 or not result_file.is_file():
         tail = (completed.stdout + completed.stderr)[-2000:]
-        raise ProbeFailed(f"the {mode} probe exited {completed.returncode}:\n{tail}")
-    return [Finding.from_json(item) for item in json.loads(result.read_text(encoding="utf-8"))]
+        raise ProbeFailed(f"{what} exited {completed.returncode}:\n{tail}")
+    return json.loads(result_file.read_text(encoding="utf-8"))
+
+
+@contextlib.contextmanager
+def installed_privately(ctx: Context) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A scratch directory whose `site/` holds the package, and the environment of probe processes seeing it."""
+    from vllm_scaffold_testing.engine import install_privately
+
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        work = Path(scratch)
+        try:
+            install_privately(ctx.package.install_from or ctx.package.root, work / "site")
+        except RuntimeError as error:
+            raise ProbeFailed(str(error)) from None
+        yield work, _probe_environment(ctx, work / "site")
 
 
 def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
@@ -88,15 +114,7 @@ def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
     cached = cache_dir() / f"{_fingerprint(ctx)}.json"
     if use_cache and cached.is_file():
         return [Finding.from_json(item) for item in json.loads(cached.read_text(encoding="utf-8"))]
-    from vllm_scaffold_testing.engine import install_privately
-
-    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
-        work = Path(scratch)
-        try:
-            install_privately(ctx.package.install_from or ctx.package.root, work / "site")
-        except RuntimeError as error:
-            raise ProbeFailed(str(error)) from None
-        env = _probe_environment(ctx, work / "site")
+    with installed_privately(ctx) as (work, env):
         findings = _run("imports", ctx, own, env, work) + _run("registry", ctx, own, env, work)
     write_atomically(cached, json.dumps([f.as_json() for f in findings]))
     return findings

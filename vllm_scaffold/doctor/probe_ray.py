@@ -9,16 +9,10 @@ each entry point whose module the front end imported but a Ray worker did not.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.findings import Finding, error, info
 from vllm_scaffold.doctor.installed import cache_dir
-from vllm_scaffold.doctor.probe import ProbeFailed, _probe_environment
+from vllm_scaffold.doctor.probe import ProbeFailed, installed_privately, run_script
 
 RAY_PROBE_TIMEOUT_S = 1200
 # The groups vLLM loads in its workers (and so in Ray actors).
@@ -68,34 +62,17 @@ def ray_findings(ctx: Context) -> tuple[list[Finding], str]:
         import ray  # noqa: F401
     except ImportError:
         raise ProbeFailed("Ray is not installed here: pip install ray (the probe runs vLLM's Ray executor)") from None
-    from vllm_scaffold_testing.engine import install_privately
     from vllm_scaffold_testing.tiny_model import cached_tiny_llama
 
     modules = [value.partition(":")[0].strip() for _, _, value in entry_points]
-    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-ray-") as scratch:
-        work = Path(scratch)
-        try:
-            install_privately(ctx.package.install_from or ctx.package.root, work / "site")
-        except RuntimeError as failure:
-            raise ProbeFailed(str(failure)) from None
-        env = {**_probe_environment(ctx, work / "site"), **RAY_PROBE_ENV}
+    with installed_privately(ctx) as (work, env):
         request = {
             "modules": modules,
             "model": str(cached_tiny_llama(cache_dir() / "models")),
             "platform_site": str(work / "ray-platform"),
         }
-        (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        command = [sys.executable, "-m", "vllm_scaffold.doctor.ray_probe_script", "request.json", "result.json"]
-        try:
-            completed = subprocess.run(
-                command, env=env, cwd=work, capture_output=True, text=True, timeout=RAY_PROBE_TIMEOUT_S, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise ProbeFailed(f"the Ray probe did not finish in {RAY_PROBE_TIMEOUT_S}s") from None
-        if completed.returncode != 0 or not (work / "result.json").is_file():
-            tail = (completed.stdout + completed.stderr)[-2000:]
-            raise ProbeFailed(f"the Ray probe exited {completed.returncode}:\n{tail}")
-        result = json.loads((work / "result.json").read_text(encoding="utf-8"))
+        module = "vllm_scaffold.doctor.ray_probe_script"
+        result = run_script(module, "the Ray probe", request, {**env, **RAY_PROBE_ENV}, work, RAY_PROBE_TIMEOUT_S)
     return missing_in_workers(ctx, entry_points, result), result["cluster"]
 
 
