@@ -44,7 +44,8 @@ def test_the_harness_wheel_needs_nothing_from_the_generator(wheels: list[Path]) 
         sources = {n: wheel.read(n).decode() for n in names if n.endswith(".py")}
         entry_points = wheel.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
     requires = sorted(line.split(":", 1)[1].strip() for line in metadata.splitlines() if "-Dist:" in line)
-    assert requires == ["hatchling>=1.21", "pytest>=8"]
+    # Ray only for the scale-out layouts, as an extra.
+    assert requires == ["hatchling>=1.21", "pytest>=8", "ray>=2.60; extra == 'ray'"]
     assert "vllm_scaffold_testing = vllm_scaffold_testing.plugin" in entry_points
     assert all(n.startswith(("vllm_scaffold_testing/", "vllm_scaffold_testing-")) for n in names), names
     generator = ("vllm_scaffold", "typer", "copier", "jinja2", "rich", "tomlkit")

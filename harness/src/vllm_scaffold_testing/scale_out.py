@@ -252,6 +252,9 @@ class RayCluster:
         bounds = RAY_CLUSTER_BOUNDS
         command = [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "start", "--head"]
         command += ["--node-ip-address", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1]]
+        # Ports Ray would otherwise take at fixed numbers, which a second cluster on the machine also wants.
+        for option in ("--ray-client-server-port", "--dashboard-port", "--dashboard-agent-listen-port"):
+            command += [option, str(_free_port())]
         command += ["--num-cpus", str(bounds["num_cpus"]), "--num-gpus", str(bounds["num_gpus"])]
         command += ["--include-dashboard", "false", "--object-store-memory", str(bounds["object_store_memory"])]
         command += ["--temp-dir", str(self.temp_dir), "--disable-usage-stats"]
