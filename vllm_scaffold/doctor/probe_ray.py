@@ -62,6 +62,7 @@ def ray_findings(ctx: Context) -> tuple[list[Finding], str]:
         import ray  # noqa: F401
     except ImportError:
         raise ProbeFailed("Ray is not installed here: pip install ray (the probe runs vLLM's Ray executor)") from None
+    from vllm_scaffold_testing.scale_out import RAY_WORKER_ENV
     from vllm_scaffold_testing.tiny_model import cached_tiny_llama
 
     modules = [value.partition(":")[0].strip() for _, _, value in entry_points]
@@ -72,7 +73,9 @@ def ray_findings(ctx: Context) -> tuple[list[Finding], str]:
             "platform_site": str(work / "ray-platform"),
         }
         module = "vllm_scaffold.doctor.ray_probe_script"
-        result = run_script(module, "the Ray probe", request, {**env, **RAY_PROBE_ENV}, work, RAY_PROBE_TIMEOUT_S)
+        result = run_script(
+            module, "the Ray probe", request, {**env, **RAY_PROBE_ENV, **RAY_WORKER_ENV}, work, RAY_PROBE_TIMEOUT_S
+        )
     return missing_in_workers(ctx, entry_points, result), result["cluster"]
 
 

@@ -48,8 +48,11 @@ RAY_CLUSTER_BOUNDS: dict[str, Any] = {
 # Where an engine script's Ray processes keep their files; its path on their command lines identifies them.
 RAY_TEMP_DIR_ENV = "VLLM_SCAFFOLD_RAY_TEMP_DIR"
 
+# Ray starts its workers at niceness 15, behind every other process of a busy machine; vLLM's workers are the
+# engine here. Read by the Ray daemons a process starts.
+RAY_WORKER_ENV: dict[str, str] = {"RAY_worker_niceness": "0"}
 # Ray engines run the engine core in its own process (it joins the front end's cluster through RAY_ADDRESS).
-RAY_ENGINE_ENV: dict[str, str] = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+RAY_ENGINE_ENV: dict[str, str] = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1", **RAY_WORKER_ENV}
 RAY_TP2_KWARGS: dict[str, Any] = {"tensor_parallel_size": 2, "distributed_executor_backend": "ray"}
 
 PP2_ENV: dict[str, str] = TP2_ENV
@@ -258,7 +261,9 @@ class RayCluster:
         command += ["--num-cpus", str(bounds["num_cpus"]), "--num-gpus", str(bounds["num_gpus"])]
         command += ["--include-dashboard", "false", "--object-store-memory", str(bounds["object_store_memory"])]
         command += ["--temp-dir", str(self.temp_dir), "--disable-usage-stats"]
-        started = subprocess.run(command, env={**env, **self.client_env}, capture_output=True, text=True, check=False)
+        started = subprocess.run(
+            command, env={**env, **RAY_WORKER_ENV, **self.client_env}, capture_output=True, text=True, check=False
+        )
         if started.returncode != 0:
             self.stop()
             raise RuntimeError(f"`ray start --head` failed:\n{started.stdout}\n{started.stderr}")
