@@ -21,8 +21,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-CPU_PLATFORM = "vllm.platforms.cpu.CpuPlatform"
-
 
 def imported(model: Any, modules: list[str]) -> dict[str, Any]:
     """In a worker (through `LLM.apply_model`) or here: which of `modules` this process imported, and where."""
@@ -34,10 +32,14 @@ def imported(model: Any, modules: list[str]) -> dict[str, Any]:
 
 
 def use_ray_cpu_platform(site: str) -> None:
-    """On the CPU platform, puts the harness's Ray CPU platform on this process's path and its children's."""
+    """On a CPU platform without a Ray device key, puts the harness's Ray CPU platform on this process's path
+    and its children's."""
     from vllm.platforms import resolve_current_platform_cls_qualname
+    from vllm.platforms.cpu import CpuPlatform
 
-    if resolve_current_platform_cls_qualname() != CPU_PLATFORM:
+    module_name, _, class_name = resolve_current_platform_cls_qualname().rpartition(".")
+    platform = getattr(importlib.import_module(module_name), class_name)
+    if not issubclass(platform, CpuPlatform) or platform.ray_device_key:
         return
     from vllm_scaffold_testing.scale_out import ray_platform_site
 
