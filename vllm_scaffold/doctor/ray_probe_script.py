@@ -7,8 +7,8 @@ there is one (the user's, whose nodes have what they have installed) or starts a
 `distributed_executor_backend="ray"`, and reports, for the front end and each Ray worker, which of the
 package's entry-point modules were imported: vLLM imports a plugin's module when it loads the plugin, so a
 module missing from a worker means the plugin never ran there. On vLLM's CPU build, whose platform has no Ray
-device key, the test harness's Ray CPU platform stands in. Run as `__main__`, so the worker-side function
-travels to the workers by value: a node does not need vllm-scaffold installed.
+device key, the test harness's Ray CPU platform stands in. The worker-side function travels to the workers
+by value: a node does not need vllm-scaffold installed.
 """
 
 from __future__ import annotations
@@ -17,18 +17,27 @@ import importlib
 import json
 import os
 import sys
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
-def imported(model: Any, modules: list[str]) -> dict[str, Any]:
-    """In a worker (through `LLM.apply_model`) or here: which of `modules` this process imported, and where."""
-    import os
-    import socket
-    import sys
+def imported(modules: list[str]) -> Callable[[Any], dict[str, Any]]:
+    """For `LLM.apply_model`: a function telling which of `modules` the process running it imported, and where.
 
-    return {"pid": os.getpid(), "host": socket.gethostname(), "imported": [name in sys.modules for name in modules]}
+    A nested function with nothing but its arguments: pickled by value all the way to the workers (vLLM's
+    engine core re-pickles what it receives, and a module-level function would travel by a name the workers
+    cannot resolve).
+    """
+
+    def in_this_process(model: Any) -> dict[str, Any]:
+        import os
+        import socket
+        import sys
+
+        return {"pid": os.getpid(), "host": socket.gethostname(), "imported": [m in sys.modules for m in modules]}
+
+    return in_this_process
 
 
 def use_ray_cpu_platform(site: str) -> None:
@@ -66,8 +75,8 @@ def main() -> None:
         llm = LLM(model=request["model"], **{**TINY_ENGINE_KWARGS, **RAY_TP2_KWARGS})
         result = {
             "cluster": f"joined {address}" if address else "started by the front end",
-            "front_end": imported(None, modules),
-            "workers": llm.apply_model(partial(imported, modules=modules)),
+            "front_end": imported(modules)(None),
+            "workers": llm.apply_model(imported(modules)),
         }
         shutdown_engines([llm])
     with open(sys.argv[2], "w", encoding="utf-8") as handle:
