@@ -23,14 +23,14 @@ from typing import Any
 
 
 def imported(modules: list[str]) -> Callable[[Any], dict[str, Any]]:
-    """For `LLM.apply_model`: a function telling which of `modules` the process running it imported, and where.
+    """For `LLM.collective_rpc`: a function telling which of `modules` the process running it imported, and where.
 
-    A nested function with nothing but its arguments: pickled by value all the way to the workers (vLLM's
-    engine core re-pickles what it receives, and a module-level function would travel by a name the workers
-    cannot resolve).
+    vLLM sends a callable RPC method to its workers pickled by value (an `apply_model` argument travels by
+    name, which a node without this module cannot resolve); a nested function with nothing but its arguments
+    pickles by value at every hop.
     """
 
-    def in_this_process(model: Any) -> dict[str, Any]:
+    def in_this_process(worker: Any) -> dict[str, Any]:
         import os
         import socket
         import sys
@@ -76,7 +76,7 @@ def main() -> None:
         result = {
             "cluster": f"joined {address}" if address else "started by the front end",
             "front_end": imported(modules)(None),
-            "workers": llm.apply_model(imported(modules)),
+            "workers": llm.collective_rpc(imported(modules)),
         }
         shutdown_engines([llm])
     with open(sys.argv[2], "w", encoding="utf-8") as handle:
