@@ -19,7 +19,7 @@ RAY_PROBE_TIMEOUT_S = 1200
 WORKER_GROUPS = ("vllm.general_plugins", "vllm.platform_plugins")
 EXECUTORS = ("ray",)
 SECTION = "Ray clusters (`--executor ray`)"  # of codes.toml
-# The engine core in its own process (it joins the front end's cluster), and `apply_model` allowed to send
+# The engine core in its own process (it joins the front end's cluster), and `collective_rpc` allowed to send
 # the probe's function from the front end to it.
 RAY_PROBE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "1", "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
 
