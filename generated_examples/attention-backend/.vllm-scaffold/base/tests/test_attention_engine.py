@@ -9,18 +9,21 @@ Float32 on the tiny model, block size 32, prompts from 1 token to four pages lon
 prefill and decode batches) and one at a time. The reference tokens come from vLLM's in-tree CPU backend in
 an in-process engine started before any override. The backend's CALLS counter proves its metadata builder
 and impl ran, so a silent fall-back to CPU_ATTN cannot pass. The Triton kernels inside the engine and the
-tensor-parallel run (two worker processes) are marked slow: `pytest --slow` runs them.
+tensor-parallel runs (two worker processes, started by the multiprocessing executor or as Ray actors) are
+marked slow: `pytest --slow` runs them; the Ray one skips without Ray.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 from vllm_scaffold_testing import TINY_ENGINE_KWARGS, TP2_ENV, engine_environment, in_process_llm, run_python
+from vllm_scaffold_testing.scale_out import RAY_TP2_KWARGS
 
 from my_attn.attention.backend import CALLS, KERNELS_ENV, MyAttnMetadataBuilder
 from my_attn.attention.kernels import interpreting as is_interpreting
@@ -38,20 +41,26 @@ INTERPRETER_PROMPTS = [0, 4, 5]
 MAX_TOKENS = 8
 
 SCRIPT = """
+import contextlib
 import json
 
 from vllm import LLM, SamplingParams
 from vllm.inputs import TokensPrompt
+from vllm_scaffold_testing.engine import shutdown_engines
+from vllm_scaffold_testing.scale_out import local_ray_cluster, ray_actor_id
 
 from my_attn.attention.backend import worker_calls
 
 if __name__ == "__main__":
-    llm = LLM(**{llm_kwargs!r})
-    prompts = [TokensPrompt(prompt_token_ids=ids) for ids in {prompts!r}]
-    params = SamplingParams(max_tokens={max_tokens}, temperature=0.0, ignore_eos=True)
-    outputs = llm.generate(prompts, params, use_tqdm=False)
-    tokens = [list(output.outputs[0].token_ids) for output in outputs]
-    print("RESULT " + json.dumps({{"tokens": tokens, "calls": llm.apply_model(worker_calls)}}))
+    with {cluster}:
+        llm = LLM(**{llm_kwargs!r})
+        prompts = [TokensPrompt(prompt_token_ids=ids) for ids in {prompts!r}]
+        params = SamplingParams(max_tokens={max_tokens}, temperature=0.0, ignore_eos=True)
+        outputs = llm.generate(prompts, params, use_tqdm=False)
+        tokens = [list(output.outputs[0].token_ids) for output in outputs]
+        calls, actors = llm.apply_model(worker_calls), llm.apply_model(ray_actor_id)
+        print("RESULT " + json.dumps({{"tokens": tokens, "calls": calls, "ray_actors": actors}}))
+        shutdown_engines([llm])
 """
 
 
@@ -61,10 +70,15 @@ def prompt_ids(model_dir: Path) -> list[list[int]]:
     return [[rng.randrange(3, vocab_size) for _ in range(length)] for length in PROMPT_LENGTHS]
 
 
-def greedy_in_subprocess(model_dir: Path, overrides: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """Greedy tokens of PROMPT_LENGTHS from a fresh interpreter, and the backend's CALLS in each worker."""
+def greedy_in_subprocess(
+    model_dir: Path, overrides: dict[str, Any], env: dict[str, str], cluster: str = "contextlib.nullcontext()"
+) -> dict[str, Any]:
+    """Greedy tokens of PROMPT_LENGTHS from a fresh interpreter, the backend's CALLS in each worker and the
+    Ray actor each worker is (None outside Ray). `cluster` is the context the engine runs in."""
     kwargs = {"model": str(model_dir), **TINY_ENGINE_KWARGS, **ENGINE_OPTIONS, **overrides}
-    code = SCRIPT.format(llm_kwargs=kwargs, prompts=prompt_ids(model_dir), max_tokens=MAX_TOKENS)
+    code = SCRIPT.format(
+        cluster=cluster, llm_kwargs=kwargs, prompts=prompt_ids(model_dir), max_tokens=MAX_TOKENS
+    )
     completed = run_python(code, env=engine_environment(env))
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
@@ -132,17 +146,31 @@ def test_greedy_tokens_match_cpu_attn(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("executor", ["mp", "ray"])
 def test_tensor_parallel_workers_give_the_same_tokens(
-    cpu_attn_tokens: list[list[int]], tiny_llama: Path, cpu_attention_override
+    executor: str,
+    cpu_attn_tokens: list[list[int]],
+    tiny_llama: Path,
+    cpu_attention_override,
+    request: pytest.FixtureRequest,
 ) -> None:
-    # Two workers, each with half of the query and KV heads; both must run this backend.
+    # Two workers, each with half of the query and KV heads; both must run this backend. Under Ray they are
+    # actors of a cluster the script's front end starts (RAY_TP2_KWARGS, the harness's `ray_engine_env`).
     env = {**TP2_ENV, **cpu_attention_override(BACKEND_PATH), KERNELS_ENV: "torch"}
     env["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # apply_model ships a function to the workers
-    overrides = {"tensor_parallel_size": 2, "distributed_executor_backend": "mp"}
-    result = greedy_in_subprocess(tiny_llama, overrides, env)
+    overrides: dict[str, Any] = {"tensor_parallel_size": 2, "distributed_executor_backend": "mp"}
+    cluster = "contextlib.nullcontext()"
+    if executor == "ray":
+        ray_env = request.getfixturevalue("ray_engine_env")
+        env = {**ray_env, **env, "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], ray_env["PYTHONPATH"]])}
+        overrides, cluster = RAY_TP2_KWARGS, "local_ray_cluster()"
+    result = greedy_in_subprocess(tiny_llama, overrides, env, cluster)
     assert len(result["calls"]) == 2
     for worker in result["calls"]:
         assert worker.get("build", 0) > 0 and worker.get("torch", 0) > 0, result["calls"]
+    # The counters came from two distinct Ray actors (or, with mp, from workers that are not actors).
+    expected_actors = 2 if executor == "ray" else 0
+    assert len({actor for actor in result["ray_actors"] if actor}) == expected_actors, result["ray_actors"]
     assert result["tokens"] == cpu_attn_tokens
 
 
