@@ -23,6 +23,8 @@ import doctor_variants
 import pytest
 from test_doctor_reading import ENVIRONMENT_CODES
 
+from scripts.doctor_docs import DOCS, docs_with_codes
+from tests.helpers import run_cli
 from vllm_scaffold.doctor import checks_config, codes, installed, probe_ray, releases
 from vllm_scaffold.doctor.findings import Report
 from vllm_scaffold.doctor.runner import diagnose
@@ -30,7 +32,6 @@ from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 DOCTOR_SOURCE = Path(__file__).parents[1] / "vllm_scaffold" / "doctor"
-DOCS = Path(__file__).parents[1] / "docs" / "doctor.md"
 
 # The VLLM_PLUGINS value each allow-list fixture is checked with (every other fixture: unset).
 PLUGINS = {
@@ -231,32 +232,32 @@ def test_live_probe_leaves_the_environment_alone() -> None:
     assert _environment_state() == before
 
 
-def test_cli_json_and_exit_codes(cli) -> None:
-    broken = cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--json")
+def test_cli_json_and_exit_codes() -> None:
+    broken = run_cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--json")
     assert broken.exit_code == 1, broken.output
     data = json.loads(broken.output)
     assert [f["code"] for f in data["findings"]] == ["kv-connector-name-taken"]
     assert set(data["findings"][0]) == {"severity", "code", "where", "message", "fix"}
     assert data["findings"][0]["where"].endswith("plugin.py:19")
 
-    warned = cli("doctor", str(FIXTURES / "scheduler-not-async"), "--no-live")
+    warned = run_cli("doctor", str(FIXTURES / "scheduler-not-async"), "--no-live")
     assert warned.exit_code == 0, warned.output
     assert "scheduler-not-async" in warned.output and "warning" in warned.output
 
-    clean = cli("doctor", str(FIXTURES / "clean"), "--no-live")
+    clean = run_cli("doctor", str(FIXTURES / "clean"), "--no-live")
     assert clean.exit_code == 0 and "no findings" in clean.output
 
 
-def test_cli_plugins_option_overrides_the_environment(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_plugins_option_overrides_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_PLUGINS", "fx_plugins_empty")
-    assert cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live").exit_code == 0
-    result = cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live", "--plugins", "", "--json")
+    assert run_cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live").exit_code == 0
+    result = run_cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live", "--plugins", "", "--json")
     assert result.exit_code == 1
     assert [f["code"] for f in json.loads(result.output)["findings"]] == ["plugins-empty"]
 
 
-def test_cli_rejects_a_directory_without_pyproject(cli, tmp_path: Path) -> None:
-    result = cli("doctor", str(tmp_path), "--no-live")
+def test_cli_rejects_a_directory_without_pyproject(tmp_path: Path) -> None:
+    result = run_cli("doctor", str(tmp_path), "--no-live")
     assert result.exit_code == 2
     assert "no pyproject.toml" in result.output
 
@@ -278,8 +279,8 @@ def test_every_code_has_a_fixture_and_a_documented_example() -> None:
 
 
 def test_docs_list_the_registry() -> None:
-    assert codes.docs_with_codes(DOCS.read_text(encoding="utf-8")) == DOCS.read_text(encoding="utf-8"), (
-        "docs/doctor.md is stale: run python -m vllm_scaffold.doctor.codes"
+    assert docs_with_codes(DOCS.read_text(encoding="utf-8")) == DOCS.read_text(encoding="utf-8"), (
+        "docs/doctor.md is stale: run python scripts/doctor_docs.py"
     )
 
 
