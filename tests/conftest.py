@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import HANDWRITTEN_PYPROJECT, build_file_tree, run_cli
+from tests.helpers import HANDWRITTEN_PYPROJECT, build_file_tree
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -18,12 +17,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     long run alone. The sort is stable, and without xdist it changes nothing a test can observe.
     """
     items.sort(key=lambda item: not (item.get_closest_marker("engine") or item.get_closest_marker("xdist_group")))
-
-
-@pytest.fixture
-def cli() -> Callable[..., object]:
-    """`vllm-scaffold ARGS` in this process: `cli(*args, cwd=None)`."""
-    return run_cli
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.helpers import HANDWRITTEN_PYPROJECT, snapshot
+from tests.helpers import HANDWRITTEN_PYPROJECT, run_cli, snapshot
 from vllm_scaffold import HARNESS_REQUIREMENT
 
 
@@ -21,8 +21,8 @@ def only_insertions(before: str, after: str) -> list[str]:
     return [line[2:] for line in diff if line.startswith("+ ")]
 
 
-def test_add_into_handwritten_project_keeps_every_byte_outside_its_keys(cli, handwritten: Path) -> None:
-    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+def test_add_into_handwritten_project_keeps_every_byte_outside_its_keys(handwritten: Path) -> None:
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 0, result.output
     after = (handwritten / "pyproject.toml").read_text()
     added = only_insertions(HANDWRITTEN_PYPROJECT, after)
@@ -39,29 +39,29 @@ def test_add_into_handwritten_project_keeps_every_byte_outside_its_keys(cli, han
     assert "tool.vllm-scaffold.components[tracing]" in result.stdout
 
 
-def test_add_into_a_flat_layout_project(cli, tmp_path: Path) -> None:
+def test_add_into_a_flat_layout_project(tmp_path: Path) -> None:
     (tmp_path / "flatpkg").mkdir()
     (tmp_path / "flatpkg" / "__init__.py").write_text("")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "flatpkg"\nversion = "1"\n')
-    result = cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "flatpkg" / "tracing" / "registration.py").is_file()
     assert (tmp_path / "flatpkg" / "vllm_plugin.py").is_file()
 
 
-def test_add_twice_with_the_same_name_is_refused_and_changes_nothing(cli, handwritten: Path) -> None:
-    assert cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults").exit_code == 0
+def test_add_twice_with_the_same_name_is_refused_and_changes_nothing(handwritten: Path) -> None:
+    assert run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults").exit_code == 0
     before = snapshot(handwritten)
-    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 2
     assert "already has a component named 'tracing'" in result.stderr
     assert snapshot(handwritten) == before
 
 
-def test_add_second_component_to_a_generated_package(cli, tmp_path: Path) -> None:
+def test_add_second_component_to_a_generated_package(tmp_path: Path) -> None:
     dest = tmp_path / "tracer"
-    assert cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults").exit_code == 0
-    result = cli("add", "general-plugin", "audit", "--project", str(dest), "--defaults")
+    assert run_cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults").exit_code == 0
+    result = run_cli("add", "general-plugin", "audit", "--project", str(dest), "--defaults")
     assert result.exit_code == 0, result.output
     plugin_module = (dest / "src/tracer/vllm_plugin.py").read_text()
     assert plugin_module.index('"tracer.hooks.registration:register"') < plugin_module.index(
@@ -74,9 +74,9 @@ def test_add_second_component_to_a_generated_package(cli, tmp_path: Path) -> Non
     assert (dest / "tests/test_audit_processes.py").is_file()
 
 
-def test_add_dry_run_shows_a_diff_and_writes_nothing(cli, handwritten: Path) -> None:
+def test_add_dry_run_shows_a_diff_and_writes_nothing(handwritten: Path) -> None:
     before = snapshot(handwritten)
-    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--dry-run", "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--dry-run", "--defaults")
     assert result.exit_code == 0, result.output
     assert "+++ b/pyproject.toml" in result.stdout
     assert '+handmade_kernels = "handmade_kernels.vllm_plugin:register"' in result.stdout
@@ -84,8 +84,8 @@ def test_add_dry_run_shows_a_diff_and_writes_nothing(cli, handwritten: Path) -> 
     assert snapshot(handwritten) == before
 
 
-def test_add_uses_the_current_directory_by_default(cli, handwritten: Path) -> None:
-    result = cli("add", "general-plugin", "tracing", "--defaults", cwd=handwritten)
+def test_add_uses_the_current_directory_by_default(handwritten: Path) -> None:
+    result = run_cli("add", "general-plugin", "tracing", "--defaults", cwd=handwritten)
     assert result.exit_code == 0, result.output
     assert (handwritten / "src/handmade_kernels/tracing").is_dir()
 
@@ -113,10 +113,10 @@ def with_general_plugin(root: Path, target: str, source: str = HANDWRITTEN_PLUGI
     return root
 
 
-def test_add_reuses_a_handwritten_register_function_and_wires_the_call_in(cli, handwritten: Path) -> None:
+def test_add_reuses_a_handwritten_register_function_and_wires_the_call_in(handwritten: Path) -> None:
     project = with_general_plugin(handwritten, "handmade_kernels.plugins:register")
     before = (project / "pyproject.toml").read_text()
-    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
     assert result.exit_code == 0, result.output
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     # No second general plugin: the project's own one now also runs the components' registrations.
@@ -135,19 +135,19 @@ def test_add_reuses_a_handwritten_register_function_and_wires_the_call_in(cli, h
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
     assert len(trace.read_text().splitlines()) == 1
     # A second component goes through the same plugin, without a second call.
-    result = cli("add", "general-plugin", "audit", "--project", str(project), "--defaults")
+    result = run_cli("add", "general-plugin", "audit", "--project", str(project), "--defaults")
     assert result.exit_code == 0, result.output
     assert "which calls handmade_kernels.vllm_plugin:register" in result.stdout
     assert (project / "src/handmade_kernels/plugins.py").read_text().count("vllm_plugin.register()") == 1
 
 
-def test_add_prints_the_call_when_the_handwritten_plugin_can_return_early(cli, handwritten: Path) -> None:
+def test_add_prints_the_call_when_the_handwritten_plugin_can_return_early(handwritten: Path) -> None:
     source = HANDWRITTEN_PLUGIN.replace(
         '    """Sets up logging for the kernels."""\n',
         '    """Sets up logging for the kernels."""\n    if logger.disabled:\n        return\n',
     )
     project = with_general_plugin(handwritten, "handmade_kernels.plugins:register", source)
-    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
     assert result.exit_code == 0, result.output
     assert (project / "src/handmade_kernels/plugins.py").read_text() == source
     assert "add this line at its end: from handmade_kernels import vllm_plugin; vllm_plugin.register()" in result.stdout
@@ -155,10 +155,10 @@ def test_add_prints_the_call_when_the_handwritten_plugin_can_return_early(cli, h
     assert list(entry_points["vllm.general_plugins"]) == ["handmade"]
 
 
-def test_add_explains_a_second_general_plugin_when_the_existing_one_is_not_a_function(cli, handwritten: Path) -> None:
+def test_add_explains_a_second_general_plugin_when_the_existing_one_is_not_a_function(handwritten: Path) -> None:
     source = HANDWRITTEN_PLUGIN + '\n\nclass Plugin:\n    @staticmethod\n    def setup() -> None:\n        """."""\n'
     project = with_general_plugin(handwritten, "handmade_kernels.plugins:Plugin.setup", source)
-    result = cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(project), "--defaults")
     assert result.exit_code == 0, result.output
     entry_points = tomllib.loads((project / "pyproject.toml").read_text())["project"]["entry-points"]
     assert entry_points["vllm.general_plugins"] == {
@@ -172,41 +172,41 @@ def test_add_explains_a_second_general_plugin_when_the_existing_one_is_not_a_fun
     assert (project / "src/handmade_kernels/plugins.py").read_text() == source
 
 
-def test_add_puts_the_harness_in_the_test_extra(cli, handwritten: Path) -> None:
-    result = cli("add", "logits-processor", "boost", "--project", str(handwritten), "--defaults")
+def test_add_puts_the_harness_in_the_test_extra(handwritten: Path) -> None:
+    result = run_cli("add", "logits-processor", "boost", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 0, result.output
     extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras == {"dev": ["pytest"], "test": [HARNESS_REQUIREMENT]}
     assert f'project.optional-dependencies.test += "{HARNESS_REQUIREMENT}"' in result.stdout
     # Already there: left alone.
-    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 0, result.output
     extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras["test"] == [HARNESS_REQUIREMENT]
 
 
-def test_add_prints_the_test_dependency_when_the_extras_are_dynamic(cli, tmp_path: Path) -> None:
+def test_add_prints_the_test_dependency_when_the_extras_are_dynamic(tmp_path: Path) -> None:
     (tmp_path / "dynpkg").mkdir()
     (tmp_path / "dynpkg" / "__init__.py").write_text("")
     pyproject = '[project]\nname = "dynpkg"\nversion = "1"\ndynamic = ["optional-dependencies"]\n'
     (tmp_path / "pyproject.toml").write_text(pyproject)
-    result = cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
     assert result.exit_code == 0, result.output
     assert "optional-dependencies" not in tomllib.loads((tmp_path / "pyproject.toml").read_text())["project"]
     assert f"test dependency: add {HARNESS_REQUIREMENT} to the extra your tests install" in result.stdout
 
 
-def test_a_second_attention_backend_on_custom_is_refused(cli, handwritten: Path) -> None:
-    assert cli("add", "attention-backend", "a", "--project", str(handwritten), "--defaults").exit_code == 0
+def test_a_second_attention_backend_on_custom_is_refused(handwritten: Path) -> None:
+    assert run_cli("add", "attention-backend", "a", "--project", str(handwritten), "--defaults").exit_code == 0
     before = snapshot(handwritten)
-    result = cli("add", "attention-backend", "b", "--project", str(handwritten), "--defaults")
+    result = run_cli("add", "attention-backend", "b", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
     assert "attention backend 'a' already takes vLLM's single CUSTOM slot" in message
     assert "--data backend_name=B" in message
     assert snapshot(handwritten) == before
     # The named registration it offers works.
-    result = cli(
+    result = run_cli(
         "add", "attention-backend", "b", "--project", str(handwritten), "--defaults", "--data", "backend_name=B"
     )
     assert result.exit_code == 0, result.output
@@ -223,14 +223,14 @@ def register() -> None:
 """
 
 
-def test_a_hand_written_backend_on_custom_is_seen(cli, handwritten: Path) -> None:
+def test_a_hand_written_backend_on_custom_is_seen(handwritten: Path) -> None:
     """The CUSTOM slot taken by the project's own code (no answers file of `add`) refuses a second backend too."""
     (handwritten / "src/handmade_kernels/plugin.py").write_text(HANDWRITTEN_BACKEND)
     pyproject = handwritten / "pyproject.toml"
     entry_point = '\n[project.entry-points."vllm.general_plugins"]\nhandmade = "handmade_kernels.plugin:register"\n'
     pyproject.write_text(pyproject.read_text() + entry_point)
     before = snapshot(handwritten)
-    result = cli("add", "attention-backend", "fast", "--project", str(handwritten), "--defaults")
+    result = run_cli("add", "attention-backend", "fast", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -240,17 +240,17 @@ def test_a_hand_written_backend_on_custom_is_seen(cli, handwritten: Path) -> Non
     ), message
     assert "--data backend_name=FAST" in message
     assert snapshot(handwritten) == before
-    result = cli(
+    result = run_cli(
         "add", "attention-backend", "fast", "--project", str(handwritten), "--defaults", "--data", "backend_name=FAST"
     )
     assert result.exit_code == 0, result.output
 
 
-def test_a_second_general_plugin_does_not_take_the_name_of_the_first(cli, handwritten: Path) -> None:
+def test_a_second_general_plugin_does_not_take_the_name_of_the_first(handwritten: Path) -> None:
     pyproject = handwritten / "pyproject.toml"
     entry_point = '\n[project.entry-points."vllm.general_plugins"]\nhandmade_kernels = "elsewhere:register"\n'
     pyproject.write_text(pyproject.read_text() + entry_point)
-    result = cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
+    result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 0, result.output
     assert tomllib.loads(pyproject.read_text())["project"]["entry-points"]["vllm.general_plugins"] == {
         "handmade_kernels": "elsewhere:register",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vllm_scaffold.answers import FALSE, TRUE, check_answers
 
 
@@ -24,10 +25,10 @@ def test_numbers_are_normalised() -> None:
     assert check_answers("scheduler", {"max_wait_s": "2.5"}) == {"max_wait_s": "2.5"}
 
 
-def test_a_false_spelling_reaches_the_rendered_package(cli, tmp_path: Path) -> None:
+def test_a_false_spelling_reaches_the_rendered_package(tmp_path: Path) -> None:
     dest = tmp_path / "attn"
     args = ["new", "attention-backend", "attn", "--dest", str(dest), "--defaults", "--data", "sliding_window=OFF"]
-    result = cli(*args)
+    result = run_cli(*args)
     assert result.exit_code == 0, result.output
     answers = (dest / ".vllm-scaffold" / "attention-backend-attn.yml").read_text()
     assert "sliding_window: false" in answers

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vllm_scaffold import console
 from vllm_scaffold.catalog import load_catalog
 
@@ -40,8 +41,8 @@ def test_catalog_has_every_seam_key() -> None:
     assert sorted(load_catalog()) == sorted(SEAM_KEYS)
 
 
-def test_list_json_has_the_documented_fields(cli) -> None:
-    result = cli("list", "--json")
+def test_list_json_has_the_documented_fields() -> None:
+    result = run_cli("list", "--json")
     assert result.exit_code == 0
     entries = json.loads(result.stdout)
     assert [entry["key"] for entry in entries] == list(load_catalog())
@@ -56,15 +57,15 @@ def test_list_json_has_the_documented_fields(cli) -> None:
         assert page.is_file() and page.as_posix().endswith(f"docs/seams/{entry['key']}.md"), entry["reference"]
 
 
-def test_list_table_names_every_seam(cli) -> None:
-    result = cli("list")
+def test_list_table_names_every_seam() -> None:
+    result = run_cli("list")
     assert result.exit_code == 0
     for key in SEAM_KEYS:
         assert key in result.stdout
 
 
-def test_explain_states_processes_timing_selection_and_pitfalls(cli) -> None:
-    result = cli("explain", "kv-connector")
+def test_explain_states_processes_timing_selection_and_pitfalls() -> None:
+    result = run_cli("explain", "kv-connector")
     assert result.exit_code == 0
     seam = load_catalog()["kv-connector"]
     printed = " ".join(result.stdout.split())  # prose wraps at the output's width
@@ -82,10 +83,10 @@ def test_templated_seams_have_a_template_folder_module_and_example() -> None:
             questions(seam.template)  # parses
 
 
-def test_version(cli) -> None:
+def test_version() -> None:
     from vllm_scaffold import __version__
 
-    result = cli("--version")
+    result = run_cli("--version")
     assert result.exit_code == 0
     assert result.stdout.strip() == f"vllm-scaffold {__version__}"
 
@@ -109,19 +110,19 @@ def assert_fits_without_split_words(output: str, texts: list[str], width: int = 
             assert word in printed, f"{word!r} is split or missing"
 
 
-def test_list_at_80_columns_keeps_words_whole(cli, columns_80) -> None:
-    result = cli("list")
+def test_list_at_80_columns_keeps_words_whole(columns_80) -> None:
+    result = run_cli("list")
     assert result.exit_code == 0
     seams = load_catalog().values()
     texts = [f"{s.key} {s.group or s.api} {s.process_family} {s.load_timing} {s.duplicate_policy}" for s in seams]
     assert_fits_without_split_words(result.stdout, texts)
 
 
-def test_list_on_a_wide_terminal_is_a_table(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_list_on_a_wide_terminal_is_a_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
     console.out.cache_clear()
     try:
-        result = cli("list")
+        result = run_cli("list")
     finally:
         console.out.cache_clear()
     assert result.exit_code == 0
@@ -130,8 +131,8 @@ def test_list_on_a_wide_terminal_is_a_table(cli, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize("key", SEAM_KEYS)
-def test_explain_at_80_columns_keeps_words_whole(cli, columns_80, key: str) -> None:
-    result = cli("explain", key)
+def test_explain_at_80_columns_keeps_words_whole(columns_80, key: str) -> None:
+    result = run_cli("explain", key)
     assert result.exit_code == 0
     seam = load_catalog()[key]
     assert_fits_without_split_words(result.stdout, [seam.summary, *seam.selection, *seam.pitfalls])

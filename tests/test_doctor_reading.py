@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_file_tree
+from tests.helpers import build_file_tree, run_cli
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.project import Project, read_project
 from vllm_scaffold_testing import engine
@@ -90,8 +90,8 @@ def test_add_and_the_harness_read_every_layout() -> None:
     assert not engine.is_vllm_plugin_project(FIXTURES / "no-vllm-entry-points")
 
 
-def test_add_keeps_refusing_a_project_without_pyproject(cli) -> None:
-    result = cli("add", "logits-processor", "extra", "--project", str(LAYOUTS / "setup-py-only"), "--defaults")
+def test_add_keeps_refusing_a_project_without_pyproject() -> None:
+    result = run_cli("add", "logits-processor", "extra", "--project", str(LAYOUTS / "setup-py-only"), "--defaults")
     assert result.exit_code == 2
     assert "no pyproject.toml" in result.output
 
@@ -132,8 +132,8 @@ def test_installed_distribution_is_read_by_name(installed_clean: Path) -> None:
     assert report.read["read_from"][-1].endswith(".dist-info/entry_points.txt")
 
 
-def test_unknown_target_is_a_one_line_error(cli) -> None:
-    result = cli("doctor", "fx-not-installed-anywhere", "--no-live")
+def test_unknown_target_is_a_one_line_error() -> None:
+    result = run_cli("doctor", "fx-not-installed-anywhere", "--no-live")
     assert result.exit_code == 2
     assert "no directory, archive or installed distribution named 'fx-not-installed-anywhere'" in result.output
 

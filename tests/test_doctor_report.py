@@ -14,6 +14,7 @@ import doctor_variants
 import pytest
 from rich.console import Console
 
+from tests.helpers import run_cli
 from vllm_scaffold.doctor import context, render
 from vllm_scaffold.doctor.findings import Finding, Report, error, info, warning
 from vllm_scaffold.doctor.installed import InstalledVllm
@@ -40,24 +41,24 @@ SHADOWING = doctor_variants.Variant(
 )
 
 
-def test_a_line_comment_suppresses_that_line_only(tmp_path: Path, cli) -> None:
+def test_a_line_comment_suppresses_that_line_only(tmp_path: Path) -> None:
     root = doctor_variants.write("shadowing", SHADOWING, tmp_path)
     report = diagnose(root, live=False, vllm_plugins=None)
     assert [(f.where.rsplit(":", 1)[1], f.suppressed is not None) for f in report.findings] == [
         ("7", False),
         ("8", True),
     ]
-    result = cli("doctor", str(root), "--no-live", "--json")
+    result = run_cli("doctor", str(root), "--no-live", "--json")
     findings = json.loads(result.output)["findings"]
     assert [f.get("suppressed") for f in findings] == [
         None,
         "# doctor: ignore[model-shadows-in-tree] at src/fx_shadowing/plugin.py:8",
     ]
-    table = cli("doctor", str(root), "--no-live")
+    table = run_cli("doctor", str(root), "--no-live")
     assert table.exit_code == 0 and "1 suppressed" in table.output, table.output
 
 
-def test_the_project_ignore_list_suppresses_a_code_everywhere_and_keeps_the_exit_code(tmp_path: Path, cli) -> None:
+def test_the_project_ignore_list_suppresses_a_code_everywhere_and_keeps_the_exit_code(tmp_path: Path) -> None:
     variant = doctor_variants.Variant(
         {"plugin.py": doctor_variants.BROKEN["attention-custom-twice"].files["plugin.py"]},
         pyproject='[tool.vllm-scaffold.doctor]\nignore = ["attention-custom-twice"]\n',
@@ -66,7 +67,7 @@ def test_the_project_ignore_list_suppresses_a_code_everywhere_and_keeps_the_exit
     report = diagnose(root, live=False, vllm_plugins=None)
     assert report.findings and all(f.suppressed for f in report.findings)
     assert not report.has_error and report.codes == set()
-    assert cli("doctor", str(root), "--no-live").exit_code == 0
+    assert run_cli("doctor", str(root), "--no-live").exit_code == 0
 
 
 @pytest.mark.parametrize(
@@ -78,11 +79,11 @@ def test_the_project_ignore_list_suppresses_a_code_everywhere_and_keeps_the_exit
     ],
 )
 def test_an_unknown_code_in_a_suppression_is_bad_input(
-    tmp_path: Path, cli, pyproject: str, comment: str, message: str
+    tmp_path: Path, pyproject: str, comment: str, message: str
 ) -> None:
     plugin = SHADOWING.files["plugin.py"].replace("  # doctor: ignore[model-shadows-in-tree]", comment)
     root = doctor_variants.write("shadowing", doctor_variants.Variant({"plugin.py": plugin}, pyproject), tmp_path)
-    result = cli("doctor", str(root), "--no-live")
+    result = run_cli("doctor", str(root), "--no-live")
     assert result.exit_code == 2, result.output
     assert message in result.output
 
@@ -93,11 +94,11 @@ def without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("root", [GOLDEN / "custom-op", FIXTURES / "custom-op-unknown-target", GOLDEN / "model"])
-def test_without_vllm_only_says_so_once(root: Path, without_vllm: None, cli) -> None:
+def test_without_vllm_only_says_so_once(root: Path, without_vllm: None) -> None:
     report = diagnose(root, vllm_plugins=None)
     assert [f.code for f in report.findings] == ["vllm-not-installed"]
     assert report.live == "off" and report.vllm.startswith("no vLLM")
-    result = cli("doctor", str(root))
+    result = run_cli("doctor", str(root))
     assert result.exit_code == 0, result.output
     assert "None" not in result.output and "no vLLM" in result.output
 
@@ -140,7 +141,7 @@ def test_the_table_wraps_between_words_at_80_columns() -> None:
     assert text.rstrip().endswith("2 errors, 1 warning, 0 infos")
 
 
-def test_a_code_with_many_findings_shows_a_count_the_first_few_places_and_leaves_the_rest_to_json(cli) -> None:
+def test_a_code_with_many_findings_shows_a_count_the_first_few_places_and_leaves_the_rest_to_json() -> None:
     report = _report(*(_outside(n) for n in range(40)))
     buffer = io.StringIO()
     render.print_table(report, Console(file=buffer, width=100, color_system=None))
@@ -171,12 +172,12 @@ def test_github_annotations_name_the_file_line_and_code() -> None:
     assert len(lines) == 4 and lines[3].endswith("1 error, 1 warning, 1 info, 1 suppressed (listed in --json)")
 
 
-def test_cli_github_format_exits_like_the_table(cli) -> None:
-    result = cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--format", "github")
+def test_cli_github_format_exits_like_the_table() -> None:
+    result = run_cli("doctor", str(FIXTURES / "kv-connector-name-taken"), "--no-live", "--format", "github")
     assert result.exit_code == 1
     assert "title=kv-connector-name-taken::" in result.output
-    assert cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "yaml").exit_code == 2
-    assert cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "github", "--json").exit_code == 2
+    assert run_cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "yaml").exit_code == 2
+    assert run_cli("doctor", str(FIXTURES / "clean"), "--no-live", "--format", "github", "--json").exit_code == 2
 
 
 def test_generated_packages_run_doctor_in_ci() -> None:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import snapshot
+from tests.helpers import run_cli, snapshot
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, cli) -> Path:
+def workspace(tmp_path: Path) -> Path:
     """A generated package, a non-empty directory and a broken project, side by side."""
-    assert cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
+    assert run_cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
     (tmp_path / "occupied").mkdir()
     (tmp_path / "occupied" / "notes.txt").write_text("keep me\n")
     (tmp_path / "broken").mkdir()
@@ -63,10 +63,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, cli, workspace: Path) -> None:
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, workspace: Path) -> None:
     args, problem, fix = CASES[case]
     before = snapshot(workspace)
-    result = cli(*args, cwd=workspace)
+    result = run_cli(*args, cwd=workspace)
     assert result.exit_code == 2, result.output
     message = result.stderr.strip()
     assert "\n" not in message, message
@@ -74,7 +74,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case: str, cli, workspa
     assert snapshot(workspace) == before
 
 
-def test_seam_without_template_says_so(cli, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_seam_without_template_says_so(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 
     from vllm_scaffold import catalog
@@ -83,17 +83,17 @@ def test_seam_without_template_says_so(cli, workspace: Path, monkeypatch: pytest
     untemplated = {**real, "scheduler": dataclasses.replace(real["scheduler"], template=None)}
     monkeypatch.setattr(catalog, "load_catalog", lambda: untemplated)
     before = snapshot(workspace)
-    result = cli("new", "scheduler", "x", "--defaults", cwd=workspace)
+    result = run_cli("new", "scheduler", "x", "--defaults", cwd=workspace)
     assert result.exit_code == 2
     assert "seam 'scheduler' has no template yet" in result.stderr and "\n" not in result.stderr.strip()
     assert snapshot(workspace) == before
 
 
-def test_component_module_path_too_long_on_add(cli, tmp_path: Path) -> None:
+def test_component_module_path_too_long_on_add(tmp_path: Path) -> None:
     package = "p" * 40
-    assert cli("new", "general-plugin", package, "--dest", str(tmp_path / package), "--defaults").exit_code == 0
+    assert run_cli("new", "general-plugin", package, "--dest", str(tmp_path / package), "--defaults").exit_code == 0
     before = snapshot(tmp_path)
-    result = cli("add", "platform", "c" * 24, "--project", str(tmp_path / package), "--defaults")
+    result = run_cli("add", "platform", "c" * 24, "--project", str(tmp_path / package), "--defaults")
     assert result.exit_code == 2
     message = result.stderr.strip()
     assert "\n" not in message

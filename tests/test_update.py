@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import snapshot
+from tests.helpers import run_cli, snapshot
 from vllm_scaffold import __version__, merge, rendering
 from vllm_scaffold.scaffold import new_package
 from vllm_scaffold.snapshot import BASE_DIR
@@ -71,8 +71,8 @@ def edit(path: Path, change: Callable[[str], str]) -> None:
     path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
-def run_update(cli, root: Path, *args: str):
-    return cli("update", "--project", str(root), *args)
+def run_update(root: Path, *args: str):
+    return run_cli("update", "--project", str(root), *args)
 
 
 def test_new_records_what_it_generated_as_the_base_snapshot(package: Path) -> None:
@@ -82,13 +82,13 @@ def test_new_records_what_it_generated_as_the_base_snapshot(package: Path) -> No
         assert (package / BASE_DIR / path).read_bytes() == (package / path).read_bytes()
 
 
-def test_update_applies_template_changes_and_keeps_user_edits(cli, package: Path) -> None:
+def test_update_applies_template_changes_and_keeps_user_edits(package: Path) -> None:
     assert OLD_HEADING in (package / DOC).read_text()
     edit(package / DOC, lambda text: text + "\nOur deployment notes.\n")  # a file the template changes too
     edit(package / REGISTRATION, lambda text: text + "\n\nLOCAL_SETTING = 1\n")  # a file it does not change
     edit(package / "pyproject.toml", lambda text: text.replace("dependencies = []", 'dependencies = ["numpy"]'))
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 0, result.output
     doc = (package / DOC).read_text()
@@ -104,23 +104,23 @@ def test_update_applies_template_changes_and_keeps_user_edits(cli, package: Path
     assert (package / BASE_DIR / ADDED).is_file() and not (package / BASE_DIR / DROPPED).exists()
 
 
-def test_a_second_update_changes_nothing(cli, package: Path) -> None:
+def test_a_second_update_changes_nothing(package: Path) -> None:
     edit(package / DOC, lambda text: text + "\nOur deployment notes.\n")
-    assert run_update(cli, package).exit_code == 0
+    assert run_update(package).exit_code == 0
     before = snapshot(package)
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 0, result.output
     assert "up to date" in result.output
     assert snapshot(package) == before
 
 
-def test_a_conflicting_edit_gets_markers_is_listed_and_exits_1(cli, package: Path) -> None:
+def test_a_conflicting_edit_gets_markers_is_listed_and_exits_1(package: Path) -> None:
     edit(package / DOC, lambda text: text.replace(OLD_HEADING, "## What our hooks do"))
     edit(package / REGISTRATION, lambda text: text + "\n\nLOCAL_SETTING = 1\n")
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 1, result.output
     doc = (package / DOC).read_text()
@@ -133,10 +133,10 @@ def test_a_conflicting_edit_gets_markers_is_listed_and_exits_1(cli, package: Pat
     assert (package / REGISTRATION).read_text().endswith("LOCAL_SETTING = 1\n")
 
 
-def test_dry_run_shows_the_diff_and_writes_nothing(cli, package: Path) -> None:
+def test_dry_run_shows_the_diff_and_writes_nothing(package: Path) -> None:
     before = snapshot(package)
 
-    result = run_update(cli, package, "--dry-run")
+    result = run_update(package, "--dry-run")
 
     assert result.exit_code == 0, result.output
     assert f"-{OLD_HEADING}" in result.output and f"+{CURRENT_HEADING}" in result.output
@@ -144,34 +144,34 @@ def test_dry_run_shows_the_diff_and_writes_nothing(cli, package: Path) -> None:
     assert snapshot(package) == before
 
 
-def test_a_directory_that_is_no_package_is_refused_with_one_line(cli, tmp_path: Path) -> None:
+def test_a_directory_that_is_no_package_is_refused_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine\n")
     before = snapshot(tmp_path)
 
-    result = run_update(cli, tmp_path)
+    result = run_update(tmp_path)
 
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and "no pyproject.toml" in result.output
     assert snapshot(tmp_path) == before
 
 
-def test_a_package_without_its_answers_records_is_refused(cli, package: Path) -> None:
+def test_a_package_without_its_answers_records_is_refused(package: Path) -> None:
     (package / ".vllm-scaffold/package.yml").unlink()
     before = snapshot(package)
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 2 and "package.yml is missing" in result.output
     assert snapshot(package) == before
 
 
-def test_without_a_snapshot_from_this_version_the_base_is_rendered_again(cli, tmp_path: Path) -> None:
+def test_without_a_snapshot_from_this_version_the_base_is_rendered_again(tmp_path: Path) -> None:
     root = generate(tmp_path / PACKAGE)
     shutil.rmtree(root / BASE_DIR)
     edit(root / DOC, lambda text: text + "\nOur deployment notes.\n")
     expected = snapshot(root)
 
-    result = run_update(cli, root)
+    result = run_update(root)
 
     assert result.exit_code == 0, result.output
     assert "no base snapshot" in result.output
@@ -181,7 +181,7 @@ def test_without_a_snapshot_from_this_version_the_base_is_rendered_again(cli, tm
     assert "Our deployment notes" not in (root / BASE_DIR / DOC).read_text()
 
 
-def test_without_a_snapshot_from_an_older_version_differences_go_to_review(cli, package: Path) -> None:
+def test_without_a_snapshot_from_an_older_version_differences_go_to_review(package: Path) -> None:
     shutil.rmtree(package / BASE_DIR)
     for record in (package / ".vllm-scaffold").glob("*.yml"):
         edit(record, lambda text: text.replace(f"scaffold_version: {__version__}", "scaffold_version: 0.0.9"))
@@ -189,7 +189,7 @@ def test_without_a_snapshot_from_an_older_version_differences_go_to_review(cli, 
     edit(package / "pyproject.toml", lambda text: text.replace("dependencies = []", 'dependencies = ["numpy"]'))
     doc_before = (package / DOC).read_text()
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 1, result.output
     assert "no base snapshot" in result.output and "0.0.9" in result.output
@@ -205,13 +205,13 @@ def test_without_a_snapshot_from_an_older_version_differences_go_to_review(cli, 
         assert yaml.safe_load(record.read_text())["scaffold_version"] == __version__
     # the snapshot is recorded: the next update merges three ways and finds nothing to do
     assert (package / BASE_DIR / DOC).read_text().count(CURRENT_HEADING) == 1
-    assert run_update(cli, package).exit_code == 0
+    assert run_update(package).exit_code == 0
 
 
-def test_add_extends_the_snapshot_with_the_tool_edits_only(cli, package: Path) -> None:
+def test_add_extends_the_snapshot_with_the_tool_edits_only(package: Path) -> None:
     edit(package / "README.md", lambda text: text + "\nOur notes.\n")
 
-    result = cli("add", "logits-processor", "target", "--defaults", "--project", str(package))
+    result = run_cli("add", "logits-processor", "target", "--defaults", "--project", str(package))
 
     assert result.exit_code == 0, result.output
     base_readme = (package / BASE_DIR / "README.md").read_text()
@@ -260,21 +260,21 @@ def test_toml_merge_takes_template_keys_and_keeps_yours_and_comments() -> None:
     assert "# ours" in result.text and result.keys == ["tool.x.v"]
 
 
-def test_a_recorded_answer_the_templates_refuse_names_its_file(cli, package: Path) -> None:
+def test_a_recorded_answer_the_templates_refuse_names_its_file(package: Path) -> None:
     record = package / ".vllm-scaffold/package.yml"
     edit(record, lambda text: text.replace("vllm_range: '>=", "vllm_range: '>=9.9,<=", 1))
     before = snapshot(package)
 
-    result = run_update(cli, package)
+    result = run_update(package)
 
     assert result.exit_code == 2, result.output
     assert "rendering .vllm-scaffold/package.yml or " in result.output and "correct that answer" in result.output
     assert snapshot(package) == before
 
 
-def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date(cli, tmp_path: Path) -> None:
+def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date(tmp_path: Path) -> None:
     root = generate(tmp_path / PACKAGE)
-    added = cli("add", "linear-kernel", "mm", "--defaults", "--data", "kind=mp", "--project", str(root))
+    added = run_cli("add", "linear-kernel", "mm", "--defaults", "--data", "kind=mp", "--project", str(root))
     assert added.exit_code == 0, added.output
 
     plan = plan_update(root)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 from seam_helpers import added, assert_registered
 
+from tests.helpers import run_cli
 
-def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
-    done = cli("add", "kv-connector", "disk_kv", "--data", "connector_name=HostDiskConnector", cwd=host)
+
+def test_add_next_to_a_general_plugin_with_answers(host: Path) -> None:
+    done = run_cli("add", "kv-connector", "disk_kv", "--data", "connector_name=HostDiskConnector", cwd=host)
     assert done.exit_code == 0, done.output
     connector = (host / "src/host/disk_kv/connector.py").read_text()
     assert "class HostDiskConnector(KVConnectorBase_V1):" in connector
@@ -24,6 +26,6 @@ def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
     assert '"kv_connector_module_path": "host.disk_kv.connector"' in manifest[1]["enable"][1]
 
 
-def test_default_name_follows_the_component(cli, host: Path) -> None:
-    assert cli("add", "kv-connector", "disk_kv", cwd=host).exit_code == 0
+def test_default_name_follows_the_component(host: Path) -> None:
+    assert run_cli("add", "kv-connector", "disk_kv", cwd=host).exit_code == 0
     assert "class DiskKvConnector(KVConnectorBase_V1):" in (host / "src/host/disk_kv/connector.py").read_text()

@@ -7,9 +7,11 @@ from pathlib import Path
 
 from seam_helpers import assert_registered
 
+from tests.helpers import run_cli
 
-def test_add_next_to_a_general_plugin_with_an_architecture(cli, host: Path) -> None:
-    done = cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
+
+def test_add_next_to_a_general_plugin_with_an_architecture(host: Path) -> None:
+    done = run_cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
     assert done.exit_code == 0, done.output
     registration = (host / "src/host/tiny_lm/registration.py").read_text()
     assert 'MODEL_CLASS = "host.tiny_lm.model:TinyLMForCausalLM"' in registration

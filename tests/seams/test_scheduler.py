@@ -6,10 +6,12 @@ from pathlib import Path
 
 from seam_helpers import added
 
+from tests.helpers import run_cli
 
-def test_add_next_to_a_general_plugin_with_answers(cli, host: Path) -> None:
+
+def test_add_next_to_a_general_plugin_with_answers(host: Path) -> None:
     answers = ["--data", "priority_key=urgency", "--data", "max_wait_s=2.5"]
-    done = cli("add", "scheduler", "prio", *answers, cwd=host)
+    done = run_cli("add", "scheduler", "prio", *answers, cwd=host)
     assert done.exit_code == 0, done.output
     queue = (host / "src/host/prio/queue.py").read_text()
     policy = (host / "src/host/prio/policy.py").read_text()
