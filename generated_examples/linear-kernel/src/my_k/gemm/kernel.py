@@ -26,7 +26,7 @@ import triton.language as tl
 Backend = Literal["triton", "torch"]
 BACKENDS: tuple[str, ...] = ("auto", "triton", "torch")
 INT8_MAX = 127
-# One (M, N, K) per tile configuration `_launch_config` picks on CUDA (M <= 16, M <= 128, larger) at a
+# One (M, N, K) per tile configuration `tile_config` picks on CUDA (M <= 16, M <= 128, larger) at a
 # Llama-sized layer, then the same off the 16-element grid: the shapes `cuda_launch_configs()` declares.
 CUDA_CONFIG_SHAPES: tuple[tuple[int, int, int], ...] = (
     (16, 4096, 4096),
@@ -87,6 +87,59 @@ def _tile_of_program(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M
     return first_m + (pid % group_size) % rows_in_group, (pid % group_size) // rows_in_group
 
 
+@triton.jit
+def _load_k_tiles(x_ptr, w_ptr, offs_m, offs_n, k, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk):
+    """At K offsets `k`: the [BLOCK_M, BLOCK_K] tile of the activations x [M, K] at rows `offs_m`, and the
+    [BLOCK_K, BLOCK_N] tile of the weight at rows `offs_n`, read transposed straight from its [N, K] layout.
+    Elements past M, N or K read as zero, so they add nothing to the dot product."""
+    mask_k = k < K
+    x = tl.load(
+        x_ptr + offs_m[:, None] * stride_xm + k[None, :] * stride_xk,
+        mask=(offs_m < M)[:, None] & mask_k[None, :],
+        other=0,
+    )
+    w = tl.load(
+        w_ptr + k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
+        mask=mask_k[:, None] & (offs_n < N)[None, :],
+        other=0,
+    )
+    return x, w
+
+
+@triton.jit
+def _store_tile(acc, bias_ptr, out_ptr, offs_m, offs_n, M, N, stride_om, stride_on, HAS_BIAS: tl.constexpr):
+    """Adds the bias (once per output tile, in float32) to the float32 tile `acc` and writes the sum at rows
+    `offs_m`, columns `offs_n` of out [M, N], in out's dtype."""
+    mask_n = offs_n < N
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    tl.store(
+        out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on,
+        acc.to(out_ptr.dtype.element_ty),
+        mask=(offs_m < M)[:, None] & mask_n[None, :],
+    )
+
+
+def tile_config(m: int, interpreted: bool, aligned: bool, k_tile: int) -> dict[str, int]:
+    """Tile sizes by M for a kernel whose K tile is `k_tile` (twice as deep for M <= 16). The interpreter pays
+    per program instance, so it gets few, large programs."""
+    if interpreted:
+        return dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_stages=1)
+    if not aligned:
+        return {**tile_config(m, interpreted, True, k_tile), "BLOCK_K": UNALIGNED_BLOCK_K}
+    if m <= 16:
+        return dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=k_tile * 2, GROUP_M=1, num_warps=4, num_stages=4)
+    if m <= 128:
+        return dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=k_tile, GROUP_M=8, num_warps=4, num_stages=4)
+    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=k_tile, GROUP_M=8, num_warps=8, num_stages=3)
+
+
+def gemm_sizes(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> tuple[int, ...]:
+    """The kernels' size arguments for x [M, K], w [N, K] and out [M, N]: M, N, K, then the row and column
+    strides of x, w and out."""
+    return (*out.shape, x.shape[1], *x.stride(), *w.stride(), *out.stride())
+
+
 def shape_only(*shape: int, dtype: torch.dtype) -> torch.Tensor:
     """A tensor with a shape and a dtype but no storage ("meta"): enough to run the host code of a launch."""
     return torch.empty(shape, dtype=dtype, device="meta")
@@ -137,46 +190,16 @@ def _int8_scaled_mm_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for k_start in range(0, K, BLOCK_K):
-        k = k_start + offs_k
-        mask_k = k < K
-        a = tl.load(
-            a_ptr + offs_m[:, None] * stride_am + k[None, :] * stride_ak,
-            mask=mask_m[:, None] & mask_k[None, :],
-            other=0,
-        )
-        w = tl.load(
-            w_ptr + k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
-            mask=mask_k[:, None] & mask_n[None, :],
-            other=0,
+    for k0 in range(0, K, BLOCK_K):
+        a, w = _load_k_tiles(
+            a_ptr, w_ptr, offs_m, offs_n, k0 + offs_k, M, N, K, stride_am, stride_ak, stride_wn, stride_wk
         )
         acc += tl.dot(a, w, out_dtype=tl.int32)  # exact: int8 x int8 products summed in int32
-    scale_a = tl.load(scale_a_ptr + offs_m, mask=mask_m, other=0.0)
-    scale_w = tl.load(scale_w_ptr + offs_n, mask=mask_n, other=0.0)
+    scale_a = tl.load(scale_a_ptr + offs_m, mask=offs_m < M, other=0.0)
+    scale_w = tl.load(scale_w_ptr + offs_n, mask=offs_n < N, other=0.0)
     out = acc.to(tl.float32) * scale_a[:, None] * scale_w[None, :]
-    if HAS_BIAS:
-        out += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    tl.store(
-        out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on,
-        out.to(out_ptr.dtype.element_ty),
-        mask=mask_m[:, None] & mask_n[None, :],
-    )
-
-
-def _launch_config(m: int, interpreted: bool, aligned: bool = True) -> dict[str, int]:
-    """Tile sizes by M. The interpreter pays per program instance, so it gets few, large programs."""
-    if not aligned and not interpreted:
-        return {**_launch_config(m, interpreted), "BLOCK_K": UNALIGNED_BLOCK_K}
-    if interpreted:
-        return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
-    if m <= 16:
-        return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}
-    if m <= 128:
-        return {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+    _store_tile(out, bias_ptr, out_ptr, offs_m, offs_n, M, N, stride_om, stride_on, HAS_BIAS)
 
 
 def triton_int8_scaled_mm(
@@ -188,12 +211,13 @@ def triton_int8_scaled_mm(
     out_dtype: torch.dtype,
 ) -> torch.Tensor:
     """`a_q` [M, K] int8, `w_q` [N, K] int8, `scale_a` [M] and `scale_w` [N] float32 -> [M, N] `out_dtype`."""
-    m, k = a_q.shape
+    m = a_q.shape[0]
     n = w_q.shape[0]
     out = torch.empty((m, n), dtype=out_dtype, device=a_q.device)
     if m == 0:
         return out
-    config = _launch_config(m, a_q.device.type == "cpu", rows_aligned(a_q, w_q, out))
+    interpreted = a_q.device.type == "cpu"
+    config = tile_config(m, interpreted, rows_aligned(a_q, w_q, out), k_tile=128)
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     _int8_scaled_mm_kernel[grid](
         a_q,
@@ -202,35 +226,11 @@ def triton_int8_scaled_mm(
         scale_w,
         bias if bias is not None else scale_w,  # never read when HAS_BIAS is False
         out,
-        m,
-        n,
-        k,
-        a_q.stride(0),
-        a_q.stride(1),
-        w_q.stride(0),
-        w_q.stride(1),
-        out.stride(0),
-        out.stride(1),
+        *gemm_sizes(a_q, w_q, out),
         HAS_BIAS=bias is not None,
         **config,
     )
     return out
-
-
-def torch_int8_scaled_mm(
-    a_q: torch.Tensor,
-    w_q: torch.Tensor,
-    scale_a: torch.Tensor,
-    scale_w: torch.Tensor,
-    bias: torch.Tensor | None,
-    out_dtype: torch.dtype,
-) -> torch.Tensor:
-    """The fallback: integer products are exact in float64 (|sum| < 2**53 for any realistic K)."""
-    acc = a_q.to(torch.float64) @ w_q.to(torch.float64).T
-    out = acc.to(torch.float32) * scale_a[:, None] * scale_w[None, :]
-    if bias is not None:
-        out = out + bias.to(torch.float32)
-    return out.to(out_dtype)
 
 
 def int8_scaled_mm(
@@ -252,7 +252,12 @@ def int8_scaled_mm(
     scale_w = scale_w.to(torch.float32).contiguous()
     if select_backend(backend, a_q.device) == "triton":
         return triton_int8_scaled_mm(a_q, w_q, scale_a, scale_w, bias, out_dtype)
-    return torch_int8_scaled_mm(a_q, w_q, scale_a, scale_w, bias, out_dtype)
+    # The torch backend: integer products are exact in float64 (|sum| < 2**53 for any realistic K).
+    acc = a_q.to(torch.float64) @ w_q.to(torch.float64).T
+    out = acc.to(torch.float32) * scale_a[:, None] * scale_w[None, :]
+    if bias is not None:
+        out = out + bias.to(torch.float32)
+    return out.to(out_dtype)
 
 
 def traffic(m: int, n: int, k: int, out_dtype: torch.dtype, bias: bool = False) -> tuple[int, int]:

@@ -28,7 +28,7 @@ ACTIVATION_DTYPES: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, tor
 Backend = Literal["triton", "torch"]
 BACKENDS: tuple[str, ...] = ("auto", "triton", "torch")
 INT8_MAX = 127
-# One (M, N, K) per tile configuration `_launch_config` picks on CUDA (M <= 16, M <= 128, larger) at a
+# One (M, N, K) per tile configuration `tile_config` picks on CUDA (M <= 16, M <= 128, larger) at a
 # Llama-sized layer, then the same off the 16-element grid: the shapes `cuda_launch_configs()` declares.
 CUDA_CONFIG_SHAPES: tuple[tuple[int, int, int], ...] = (
     (16, 4096, 4096),
@@ -89,6 +89,59 @@ def _tile_of_program(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M
     return first_m + (pid % group_size) % rows_in_group, (pid % group_size) // rows_in_group
 
 
+@triton.jit
+def _load_k_tiles(x_ptr, w_ptr, offs_m, offs_n, k, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk):
+    """At K offsets `k`: the [BLOCK_M, BLOCK_K] tile of the activations x [M, K] at rows `offs_m`, and the
+    [BLOCK_K, BLOCK_N] tile of the weight at rows `offs_n`, read transposed straight from its [N, K] layout.
+    Elements past M, N or K read as zero, so they add nothing to the dot product."""
+    mask_k = k < K
+    x = tl.load(
+        x_ptr + offs_m[:, None] * stride_xm + k[None, :] * stride_xk,
+        mask=(offs_m < M)[:, None] & mask_k[None, :],
+        other=0,
+    )
+    w = tl.load(
+        w_ptr + k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
+        mask=mask_k[:, None] & (offs_n < N)[None, :],
+        other=0,
+    )
+    return x, w
+
+
+@triton.jit
+def _store_tile(acc, bias_ptr, out_ptr, offs_m, offs_n, M, N, stride_om, stride_on, HAS_BIAS: tl.constexpr):
+    """Adds the bias (once per output tile, in float32) to the float32 tile `acc` and writes the sum at rows
+    `offs_m`, columns `offs_n` of out [M, N], in out's dtype."""
+    mask_n = offs_n < N
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    tl.store(
+        out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on,
+        acc.to(out_ptr.dtype.element_ty),
+        mask=(offs_m < M)[:, None] & mask_n[None, :],
+    )
+
+
+def tile_config(m: int, interpreted: bool, aligned: bool, k_tile: int) -> dict[str, int]:
+    """Tile sizes by M for a kernel whose K tile is `k_tile` (twice as deep for M <= 16). The interpreter pays
+    per program instance, so it gets few, large programs."""
+    if interpreted:
+        return dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_stages=1)
+    if not aligned:
+        return {**tile_config(m, interpreted, True, k_tile), "BLOCK_K": UNALIGNED_BLOCK_K}
+    if m <= 16:
+        return dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=k_tile * 2, GROUP_M=1, num_warps=4, num_stages=4)
+    if m <= 128:
+        return dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=k_tile, GROUP_M=8, num_warps=4, num_stages=4)
+    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=k_tile, GROUP_M=8, num_warps=8, num_stages=3)
+
+
+def gemm_sizes(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> tuple[int, ...]:
+    """The kernels' size arguments for x [M, K], w [N, K] and out [M, N]: M, N, K, then the row and column
+    strides of x, w and out."""
+    return (*out.shape, x.shape[1], *x.stride(), *w.stride(), *out.stride())
+
+
 def shape_only(*shape: int, dtype: torch.dtype) -> torch.Tensor:
     """A tensor with a shape and a dtype but no storage ("meta"): enough to run the host code of a launch."""
     return torch.empty(shape, dtype=dtype, device="meta")
@@ -138,22 +191,10 @@ def _int8_weight_only_gemm_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k_start in range(0, K, BLOCK_K):
-        k = k_start + offs_k
-        mask_k = k < K
-        x = tl.load(
-            x_ptr + offs_m[:, None] * stride_xm + k[None, :] * stride_xk,
-            mask=mask_m[:, None] & mask_k[None, :],
-            other=0.0,
-        )
-        # The weight tile is read transposed ([BLOCK_K, BLOCK_N]) straight from the [N, K] int8 matrix.
-        w = tl.load(
-            w_ptr + k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
-            mask=mask_k[:, None] & mask_n[None, :],
-            other=0,
+    for k0 in range(0, K, BLOCK_K):
+        x, w = _load_k_tiles(
+            x_ptr, w_ptr, offs_m, offs_n, k0 + offs_k, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk
         )
         if DOT_FP32:
             # float32 activations, and every dtype under the interpreter (its bfloat16 arithmetic is wrong).
@@ -162,41 +203,25 @@ def _int8_weight_only_gemm_kernel(
             # int8 values are exact in float16 and bfloat16: the tensor cores take the weight in x's dtype.
             acc += tl.dot(x, w.to(x.dtype))
     # Per-channel scale and bias once per output tile, after the K loop.
-    scale = tl.load(scale_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)
-    acc = acc * scale[None, :]
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    tl.store(
-        out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on,
-        acc.to(out_ptr.dtype.element_ty),
-        mask=mask_m[:, None] & mask_n[None, :],
-    )
+    scale = tl.load(scale_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)
+    _store_tile(acc * scale[None, :], bias_ptr, out_ptr, offs_m, offs_n, M, N, stride_om, stride_on, HAS_BIAS)
 
 
 def _launch_config(m: int, interpreted: bool, aligned: bool = True, fp32: bool = False) -> dict[str, int]:
-    """Tile sizes by M. The interpreter pays per program instance, so it gets few, large programs."""
+    """Tile sizes by M and by the activations' dtype."""
+    config = tile_config(m, interpreted, aligned, k_tile=64)
     if fp32 and not interpreted:
         # float32 runs as three TF32 products per dot: twice the operand registers of half precision, so a
         # thinner K tile shared by more warps (at the half-precision tiles ptxas spills, sm_80-sm_100).
-        config = _launch_config(m, interpreted)
         config.update(BLOCK_M=min(config["BLOCK_M"], 64), BLOCK_K=32, num_warps=4 if m <= 16 else 8)
-        return config
-    if not aligned and not interpreted:
-        return {**_launch_config(m, interpreted), "BLOCK_K": UNALIGNED_BLOCK_K}
-    if interpreted:
-        return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}
-    if m <= 16:
-        return {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4}
-    if m <= 128:
-        return {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+    return config
 
 
 def triton_int8_weight_only_gemm(
     x: torch.Tensor, w_q: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
     """`x` [M, K] float, `w_q` [N, K] int8, `scale` [N] float, `bias` [N] or None -> [M, N] in x's dtype."""
-    m, k = x.shape
+    m = x.shape[0]
     n = w_q.shape[0]
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     if m == 0:
@@ -210,15 +235,7 @@ def triton_int8_weight_only_gemm(
         scale,
         bias if bias is not None else scale,  # never read when HAS_BIAS is False
         out,
-        m,
-        n,
-        k,
-        x.stride(0),
-        x.stride(1),
-        w_q.stride(0),
-        w_q.stride(1),
-        out.stride(0),
-        out.stride(1),
+        *gemm_sizes(x, w_q, out),
         HAS_BIAS=bias is not None,
         DOT_FP32=interpreted or x.dtype == torch.float32,
         # On a GPU float32 goes through the tensor cores as three TF32 products (float32 accuracy): the exact
