@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
 from vllm_scaffold.doctor.context import Context
 from vllm_scaffold.doctor.package import PluginPackage
 from vllm_scaffold.doctor.probe_ray import cluster_note, missing_in_workers, worker_entry_points
@@ -71,8 +72,8 @@ def test_a_worker_without_the_module_is_an_error_naming_it() -> None:
         (["--executor", "ray", "--no-live"], "--executor runs the plugin in a live engine"),
     ],
 )
-def test_executor_refusals(cli, args: list[str], message: str) -> None:
-    result = cli("doctor", str(GENERAL_PLUGIN), *args)
+def test_executor_refusals(args: list[str], message: str) -> None:
+    result = run_cli("doctor", str(GENERAL_PLUGIN), *args)
     assert result.exit_code == 2 and message in result.output
 
 
