@@ -238,7 +238,7 @@ def test_cli_json_and_exit_codes() -> None:
     data = json.loads(broken.output)
     assert [f["code"] for f in data["findings"]] == ["kv-connector-name-taken"]
     assert set(data["findings"][0]) == {"severity", "code", "where", "message", "fix"}
-    assert data["findings"][0]["where"].endswith("plugin.py:19")
+    assert data["findings"][0]["where"].endswith("plugin.py:14")
 
     warned = run_cli("doctor", str(FIXTURES / "scheduler-not-async"), "--no-live")
     assert warned.exit_code == 0, warned.output
