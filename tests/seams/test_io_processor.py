@@ -5,12 +5,11 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.helpers import run_cli
+from seam_helpers import add_into
 
 
 def test_add_next_to_a_general_plugin_declares_the_entry_point(host: Path) -> None:
-    done = run_cli("add", "io-processor", "embed_io", "--data", "max_texts=3", cwd=host)
-    assert done.exit_code == 0, done.output
+    add_into(host, "io-processor", "embed_io", "max_texts=3")
     pyproject = tomllib.loads((host / "pyproject.toml").read_text())
     group = pyproject["project"]["entry-points"]["vllm.io_processor_plugins"]
     assert group == {"embed_io": "host.embed_io.entry:processor_class"}

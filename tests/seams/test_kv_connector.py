@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seam_helpers import added, assert_registered
+from seam_helpers import add_into, added, assert_registered
 
 from tests.helpers import run_cli
 
 
 def test_add_next_to_a_general_plugin_with_answers(host: Path) -> None:
-    done = run_cli("add", "kv-connector", "disk_kv", "--data", "connector_name=HostDiskConnector", cwd=host)
-    assert done.exit_code == 0, done.output
+    add_into(host, "kv-connector", "disk_kv", "connector_name=HostDiskConnector")
     connector = (host / "src/host/disk_kv/connector.py").read_text()
     assert "class HostDiskConnector(KVConnectorBase_V1):" in connector
     assert "class HostDiskConnectorMetadata(KVConnectorMetadata):" in connector

@@ -5,14 +5,11 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from seam_helpers import assert_registered
-
-from tests.helpers import run_cli
+from seam_helpers import add_into, assert_registered
 
 
 def test_add_next_to_a_general_plugin_with_an_architecture(host: Path) -> None:
-    done = run_cli("add", "model", "tiny_lm", "--data", "architecture=TinyLMForCausalLM", cwd=host)
-    assert done.exit_code == 0, done.output
+    add_into(host, "model", "tiny_lm", "architecture=TinyLMForCausalLM")
     registration = (host / "src/host/tiny_lm/registration.py").read_text()
     assert 'MODEL_CLASS = "host.tiny_lm.model:TinyLMForCausalLM"' in registration
     assert "class TinyLMForCausalLM(nn.Module):" in (host / "src/host/tiny_lm/model.py").read_text()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.helpers import run_cli
+from seam_helpers import add_into
 
 
 def test_add_next_to_a_general_plugin_declares_the_detector(host: Path) -> None:
-    done = run_cli("add", "platform", "accel", "--data", "enable_env=HOST_ACCEL", cwd=host)
-    assert done.exit_code == 0, done.output
+    add_into(host, "platform", "accel", "enable_env=HOST_ACCEL")
     pyproject = tomllib.loads((host / "pyproject.toml").read_text())
     assert pyproject["project"]["entry-points"]["vllm.platform_plugins"] == {"accel": "host.accel.detect:detect"}
     detect = (host / "src/host/accel/detect.py").read_text()

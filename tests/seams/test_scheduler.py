@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seam_helpers import added
-
-from tests.helpers import run_cli
+from seam_helpers import add_into, added
 
 
 def test_add_next_to_a_general_plugin_with_answers(host: Path) -> None:
-    answers = ["--data", "priority_key=urgency", "--data", "max_wait_s=2.5"]
-    done = run_cli("add", "scheduler", "prio", *answers, cwd=host)
-    assert done.exit_code == 0, done.output
+    add_into(host, "scheduler", "prio", "priority_key=urgency", "max_wait_s=2.5")
     queue = (host / "src/host/prio/queue.py").read_text()
     policy = (host / "src/host/prio/policy.py").read_text()
     assert 'PRIORITY_KEY = "urgency"' in queue and "max_wait_s: float = 2.5" in queue
