@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vllm_scaffold.doctor import (
     checks_code,
@@ -65,27 +66,16 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
 _UNSET = object()
 
 
-def diagnose(
-    target: Path | str,
-    *,
-    live: bool | None = None,
-    vllm_plugins: str | None | object = _UNSET,
-    environ: Mapping[str, str] | None = None,
-    use_cache: bool = True,
-    executor: str | None = None,
-) -> Report:
+def diagnose(target: Path | str, *, environ: Mapping[str, str] | None = None, **options: Any) -> Report:
     """Runs every check on the plugin `target`: a source directory, a wheel or sdist file, or the name of an
-    installed distribution. `live=None` probes when vLLM is installed (source directories and wheels only).
-    `environ` is the environment vLLM would run in (default: this one); `vllm_plugins` defaults to its
-    VLLM_PLUGINS. `executor="ray"` also runs the plugin under vLLM's Ray executor (see probe_ray)."""
+    installed distribution. `environ` is the environment vLLM would run in (default: this one); `options` are
+    diagnose_package's."""
     environ = dict(os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
         started = time.perf_counter()
         package = open_package(target, Path(scratch), search_path(environ))
         read = time.perf_counter() - started  # finding and parsing every module
-        report = diagnose_package(
-            package, live=live, vllm_plugins=vllm_plugins, environ=environ, use_cache=use_cache, executor=executor
-        )
+        report = diagnose_package(package, environ=environ, **options)
     report.timings = {"read": read, **report.timings}
     return report
 
@@ -122,6 +112,9 @@ def diagnose_package(
     use_cache: bool = True,
     executor: str | None = None,
 ) -> Report:
+    """Runs every check on a package already read. `live=None` probes when vLLM is installed (source
+    directories and wheels only). `vllm_plugins` defaults to `environ`'s VLLM_PLUGINS. `executor="ray"` also
+    runs the plugin under vLLM's Ray executor (see probe_ray)."""
     started = time.perf_counter()
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
