@@ -23,7 +23,7 @@ from pathlib import Path
 
 import copier
 
-from vllm_scaffold import VLLM_RANGE, names
+from vllm_scaffold import names, vllm_facts
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.component import seam_facts
 from vllm_scaffold.rendering import templates_root
@@ -60,7 +60,7 @@ def raw_copier(key: str, package: str) -> Callable[[Path], object]:
             "name": package,
             "module": seam.module,
             "class_prefix": names.class_prefix(package),
-            "vllm_range": VLLM_RANGE,
+            "vllm_range": vllm_facts.declared_range(),
             **seam_facts(seam),
         }
         copier.run_copy(

@@ -115,5 +115,6 @@ def measure(kernels, cache: torch.Tensor, block_ids: torch.Tensor, repeat: int, 
     }
     return {op: [2 * nbytes / timed(fn, repeat, cuda) / 1e9 for fn in fns] for op, fns in cases.items()}
 
+
 if __name__ == "__main__":
     main()

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from vllm_scaffold.atomic import write_atomically
+
 _BLOCK = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
 _SELF_RECEIVER = re.compile(r"(?:\bself|\bcls|super\(\)|type\(self\)|self\.__class__)\s*$")
 
@@ -160,8 +162,6 @@ class CallSites:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        from vllm_scaffold.doctor.installed import write_atomically
-
         data = {"calls": {k: [asdict(s) for s in v] for k, v in self.known.items()}, "loose": self.loose}
         write_atomically(self.path, json.dumps(data, sort_keys=True))
         self.dirty = False

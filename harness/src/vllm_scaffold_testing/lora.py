@@ -55,4 +55,3 @@ def write_tiny_lora(base_model: Path, directory: Path, *, rank: int = LORA_RANK,
     }
     (directory / "adapter_config.json").write_text(json.dumps(adapter_config, indent=2), encoding="utf-8")
     return directory
-

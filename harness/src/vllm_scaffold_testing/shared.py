@@ -19,9 +19,7 @@ from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
 
 
 @pytest.fixture(scope="module")
-def module_llm(
-    plugin_site: Path | None, tiny_llama: Path
-) -> Iterator[Callable[..., Any]]:
+def module_llm(plugin_site: Path | None, tiny_llama: Path) -> Iterator[Callable[..., Any]]:
     """`module_llm(**overrides)`: an in-process `vllm.LLM` shared by the module's tests (one per overrides)."""
     engines: dict[str, Any] = {}
     with pytest.MonkeyPatch.context() as patch:
@@ -54,9 +52,7 @@ def module_server(
         key = repr((tuple(args), sorted((env or {}).items())))
         if key not in servers:
             log = logs / f"server-{len(servers)}.log"
-            servers[key] = OpenAIServer(
-                tiny_llama, [*SERVER_DEFAULTS, *args], engine.engine_environment(env), log
-            )
+            servers[key] = OpenAIServer(tiny_llama, [*SERVER_DEFAULTS, *args], engine.engine_environment(env), log)
         return servers[key]
 
     get.servers = servers  # type: ignore[attr-defined]
