@@ -23,7 +23,7 @@ from vllm_scaffold.doctor.source import (
     reached_modules,
     resolve_relative,
 )
-from vllm_scaffold.vllm_facts import linear_kernels
+from vllm_scaffold.vllm_facts.linear_kernels import KINDS
 
 
 def registration_timing(ctx: Context) -> list[Finding]:
@@ -220,16 +220,11 @@ def _calls_method(ctx: Context, name: str) -> bool:
 
 
 def linear_kernel_kinds(ctx: Context) -> list[Finding]:
-    return [
-        error(
-            "linear-kernel-bad-kind",
-            call.where,
-            f"kernel_type '{kind}' is not one register_linear_kernel accepts: it raises ValueError in every process",
-            f"use one of {', '.join(linear_kernels.KINDS)}",
-        )
-        for call in all_calls(ctx.package, frozenset({"register_linear_kernel"}))
-        if (kind := call.constant(2, "kernel_type")) is not None and kind not in linear_kernels.KINDS
-    ]
+    calls = all_calls(ctx.package, frozenset({"register_linear_kernel"}))
+    unknown = [(call, kind) for call in calls if (kind := call.constant(2, "kernel_type")) not in (None, *KINDS)]
+    fix = f"use one of {', '.join(KINDS)}"
+    what = "is not one register_linear_kernel accepts: it raises ValueError in every process"
+    return [error("linear-kernel-bad-kind", call.where, f"kernel_type '{kind}' {what}", fix) for call, kind in unknown]
 
 
 def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
@@ -293,19 +288,37 @@ def _registered_names_in(ctx: Context, function: str, argument: str, in_tree: fr
     ]
 
 
-def quantization_names(ctx: Context) -> list[Finding]:
+# Registrations that silently replace one of vLLM's own entries: the registering function, the argument
+# that names the entry (or the first), vLLM's names, the doctor code, what happens, and the fix.
+_SHADOWING = (
+    (
+        "register_quantization_config",
+        "quantization",
+        vllm_facts.in_tree_quantization_methods,
+        "quant-shadows-in-tree",
+        "'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
+        "checkpoint tagged with it",
+        "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
+    ),
+    (
+        "register_model",
+        "model_arch",
+        vllm_facts.in_tree_model_architectures,
+        "model-shadows-in-tree",
+        "architecture '{name}' is in-tree: the plugin silently replaces vLLM's implementation for every "
+        "checkpoint that names it",
+        "register a new architecture name and set it in the checkpoint's config.json (or --hf-overrides)",
+    ),
+)
+
+
+def in_tree_names_shadowed(ctx: Context) -> list[Finding]:
     if not ctx.vllm.present:
         return []
-    in_tree = vllm_facts.in_tree_quantization_methods()
     return [
-        warning(
-            "quant-shadows-in-tree",
-            call.where,
-            f"'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
-            "checkpoint tagged with it",
-            "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
-        )
-        for call, name in _registered_names_in(ctx, "register_quantization_config", "quantization", in_tree)
+        warning(code, call.where, what.format(name=name), fix)
+        for registering, argument, in_tree, code, what, fix in _SHADOWING
+        for call, name in _registered_names_in(ctx, registering, argument, in_tree())
     ]
 
 
@@ -362,22 +375,6 @@ def kv_connector_names(ctx: Context) -> list[Finding]:
 
 
 _VALUE_ERRORS = frozenset({"ValueError", "Exception", "BaseException"})
-
-
-def model_architectures(ctx: Context) -> list[Finding]:
-    if not ctx.vllm.present:
-        return []
-    in_tree = vllm_facts.in_tree_model_architectures()
-    return [
-        warning(
-            "model-shadows-in-tree",
-            call.where,
-            f"architecture '{name}' is in-tree: the plugin silently replaces vLLM's implementation for every "
-            "checkpoint that names it",
-            "register a new architecture name and set it in the checkpoint's config.json (or --hf-overrides)",
-        )
-        for call, name in _registered_names_in(ctx, "register_model", "model_arch", in_tree)
-    ]
 
 
 def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:

