@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from tests.helpers import HANDWRITTEN_PYPROJECT, run_cli, snapshot
-from vllm_scaffold import HARNESS_REQUIREMENT
+from vllm_scaffold import HARNESS_REQUIREMENT, harness_requirement
 
 
 def only_insertions(before: str, after: str) -> list[str]:
@@ -178,11 +178,19 @@ def test_add_puts_the_harness_in_the_test_extra(handwritten: Path) -> None:
     extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras == {"dev": ["pytest"], "test": [HARNESS_REQUIREMENT]}
     assert f'project.optional-dependencies.test += "{HARNESS_REQUIREMENT}"' in result.stdout
-    # Already there: left alone.
+    # A seam whose tests need a harness extra (the general plugin's Ray layouts) adds it to the same entry.
     result = run_cli("add", "general-plugin", "tracing", "--project", str(handwritten), "--defaults")
     assert result.exit_code == 0, result.output
     extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert extras["test"] == [HARNESS_REQUIREMENT]
+    with_ray = harness_requirement(["ray"])
+    assert extras["test"] == [with_ray] and with_ray == "vllm-scaffold-testing[ray]~=0.1.0"
+    assert f'project.optional-dependencies.test: "{HARNESS_REQUIREMENT}" -> "{with_ray}"' in result.stdout
+    # Already there: left alone.
+    result = run_cli("add", "stat-logger", "usage", "--project", str(handwritten), "--defaults")
+    assert result.exit_code == 0, result.output
+    extras = tomllib.loads((handwritten / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["test"] == [with_ray]
+    assert "optional-dependencies.test" not in result.stdout
 
 
 def test_add_prints_the_test_dependency_when_the_extras_are_dynamic(tmp_path: Path) -> None:
@@ -193,7 +201,7 @@ def test_add_prints_the_test_dependency_when_the_extras_are_dynamic(tmp_path: Pa
     result = run_cli("add", "general-plugin", "tracing", "--project", str(tmp_path), "--defaults")
     assert result.exit_code == 0, result.output
     assert "optional-dependencies" not in tomllib.loads((tmp_path / "pyproject.toml").read_text())["project"]
-    assert f"test dependency: add {HARNESS_REQUIREMENT} to the extra your tests install" in result.stdout
+    assert f"test dependency: add {harness_requirement(['ray'])} to the extra your tests install" in result.stdout
 
 
 def test_a_second_attention_backend_on_custom_is_refused(handwritten: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from tests.helpers import run_cli, snapshot
-from vllm_scaffold import HARNESS_REQUIREMENT
+from vllm_scaffold import harness_requirement
 
 
 def test_new_general_plugin_writes_a_complete_package(tmp_path: Path) -> None:
@@ -21,7 +21,8 @@ def test_new_general_plugin_writes_a_complete_package(tmp_path: Path) -> None:
         "my_plugin": "my_plugin.vllm_plugin:register"
     }
     assert pyproject["project"]["dependencies"] == []
-    assert pyproject["project"]["optional-dependencies"]["test"][0] == HARNESS_REQUIREMENT
+    # The scale-out layouts of the general plugin run on Ray: the harness with its ray extra.
+    assert pyproject["project"]["optional-dependencies"]["test"][0] == harness_requirement(["ray"])
     manifest = pyproject["tool"]["vllm-scaffold"]
     assert manifest["package"] == "my_plugin" and manifest["vllm"]
     (component,) = manifest["components"]

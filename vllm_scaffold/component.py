@@ -16,7 +16,7 @@ from typing import Any
 import tomlkit
 import yaml
 
-from vllm_scaffold import HARNESS_REQUIREMENT, __version__, names, pyproject_edit, vllm_facts, wiring
+from vllm_scaffold import __version__, harness_requirement, names, pyproject_edit, vllm_facts, wiring
 from vllm_scaffold.answers import check_answers
 from vllm_scaffold.catalog import Seam
 from vllm_scaffold.changeset import Changeset
@@ -157,7 +157,7 @@ def add_component(
     if route.edit:
         changes.edit(*route.edit)
     changes.notes += route.notes
-    keys, notes = pyproject_edit.add_test_requirement(doc, HARNESS_REQUIREMENT)
+    keys, notes = pyproject_edit.add_test_requirement(doc, harness_requirement(seam.harness_extras))
     changes.keys += keys
     changes.notes += notes
     if keys:

@@ -86,13 +86,37 @@ def add_test_requirement(doc: TOMLDocument, requirement: str) -> tuple[list[str]
     test = extras.get("test", []) if isinstance(extras, dict) else None
     if "optional-dependencies" in project.get("dynamic", []) or not isinstance(test, list):  # type: ignore[union-attr]
         return [], [f"test dependency: add {requirement} to the extra your tests install (not editable here)"]
-    if any(_requirement_name(str(item)) == _requirement_name(requirement) for item in test):
-        return [], []
+    for index, item in enumerate(test):
+        if _requirement_name(str(item)) != _requirement_name(requirement):
+            continue
+        merged = _with_extras(str(item), _extras(requirement))
+        if merged == str(item):
+            return [], []
+        test[index] = merged
+        return [f'project.optional-dependencies.test: "{item}" -> "{merged}"'], []
     if "test" in extras:
         test.append(requirement)
     else:
         _sub_table(project, "optional-dependencies", super_table=False).append("test", [requirement])  # type: ignore[arg-type]
     return [f'project.optional-dependencies.test += "{requirement}"'], []
+
+
+_EXTRAS = re.compile(r"^(?P<name>[^\s<>=!~;\[@(]+)\s*(?:\[(?P<extras>[^\]]*)\])?")
+
+
+def _extras(requirement: str) -> set[str]:
+    """The extras a PEP 508 requirement string asks for."""
+    match = _EXTRAS.match(requirement.strip())
+    return {e.strip() for e in (match["extras"] or "").split(",") if e.strip()} if match else set()
+
+
+def _with_extras(requirement: str, extras: set[str]) -> str:
+    """`requirement` asking for its own extras and `extras` as well, its specifier and marker kept."""
+    match = _EXTRAS.match(requirement.strip())
+    wanted = _extras(requirement) | extras
+    if match is None or wanted == _extras(requirement):
+        return requirement
+    return f"{match['name']}[{','.join(sorted(wanted))}]{requirement.strip()[match.end() :]}"
 
 
 def _requirement_name(requirement: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from vllm_scaffold import HARNESS_REQUIREMENT, names, snapshot
+from vllm_scaffold import harness_requirement, names, snapshot
 from vllm_scaffold.answers import recorded_data
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.changeset import Changeset
@@ -65,7 +65,7 @@ def new_package(
             "package_dir": f"src/{name}",
             "dist_name": names.dist_name(name),
             "env_prefix": names.env_prefix(name),
-            "harness_requirement": HARNESS_REQUIREMENT,
+            "harness_requirement": harness_requirement(seam.harness_extras),
         }
         changes = Changeset(stage, name)
         answers = render_into(changes, PACKAGE_TEMPLATE, context, package_data, interactive=interactive, keep=skeleton)

@@ -64,6 +64,8 @@ class Seam:
     ops: dict[str, dict[str, str]] = field(default_factory=dict)
     # question -> answer that at most one component of this seam per project may give (a single vLLM slot)
     single_slot: dict[str, str] = field(default_factory=dict)
+    # Extras of the test harness the seam's generated tests need (ray: the scale-out layouts on Ray).
+    harness_extras: tuple[str, ...] = ()
 
     @property
     def has_template(self) -> bool:
@@ -90,7 +92,7 @@ class Seam:
         }
 
 
-_LIST_FIELDS = {"selection", "pitfalls", "enable"}
+_LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras"}
 
 
 def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:

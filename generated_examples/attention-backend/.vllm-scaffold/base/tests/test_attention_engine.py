@@ -10,7 +10,8 @@ prefill and decode batches) and one at a time. The reference tokens come from vL
 an in-process engine started before any override. The backend's CALLS counter proves its metadata builder
 and impl ran, so a silent fall-back to CPU_ATTN cannot pass. The Triton kernels inside the engine and the
 tensor-parallel runs (two worker processes, started by the multiprocessing executor or as Ray actors) are
-marked slow: `pytest --slow` runs them; the Ray one skips without Ray.
+marked slow: `pytest --slow` runs them; the Ray one needs Ray (the `test` extra installs it) and skips
+without it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ with MY_PLUGIN_TRACE_FILE set, and counts the distinct processes that appended a
 from one process to the ones an engine takes when it scales out: tensor parallelism on Ray, with a cluster
 the front end starts or one started separately (the multi-node case, where the plugin reaches the workers
 only through the `runtime_env` the front end passes), pipeline parallelism and data parallelism.
-Every layout with separate processes is marked slow: `pytest --slow`. The Ray ones skip without Ray
-(`pip install 'vllm-scaffold-testing[ray]'`).
+Every layout with separate processes is marked slow: `pytest --slow`. The Ray ones need Ray, which the
+`test` extra installs (vllm-scaffold-testing[ray]); where Ray is missing they skip and say so.
 """
 
 from __future__ import annotations
