@@ -126,11 +126,11 @@ class MyAttnMetadataBuilder(AttentionMetadataBuilder[MyAttnMetadata]):
 
     # CUDA graphs replay kernel launches recorded with the host values of one batch.
     # - NEVER: always correct; vLLM runs attention eagerly.
-    # - UNIFORM_SINGLE_TOKEN_DECODE: safe here because the decode kernel reads every length on the device
+    # - UNIFORM_SINGLE_TOKEN_DECODE: safe here because the decode launch reads every length on the device
     #   and its grid depends only on the (padded) request count and decode_splits, which build() then derives
     #   from max_model_len instead of this batch's max_seq_len.
     # - UNIFORM_BATCH (spec-decode verification, 1 + k tokens per request): safe for the same reason; the
-    #   prefill kernel's grid depends on max_query_len, which is the same for every uniform batch of a size.
+    #   prefill launch's grid depends on max_query_len, which is the same for every uniform batch of a size.
     # - ALWAYS (mixed prefill + decode batches) is NOT safe: the prefill grid and the decode/prefill split
     #   come from host values of the captured batch. Raising it needs grids sized from upper bounds.
     _cudagraph_support: ClassVar[AttentionCGSupport] = AttentionCGSupport.NEVER

@@ -9,12 +9,12 @@ the first head_size channels of the last dimension and values in the second. The
 the first three dimensions, so any physical layout vLLM negotiates works; the channel dimension is contiguous.
 
 - `write_kv_cache`: scatters new keys and values into the cache through the slot mapping (-1: padding).
-- `paged_attention`: causal attention for a mixed batch. Requests with more than one query token (prefills,
-  chunked prefills) go through `_prefill_kernel`, which packs BLOCK_Q query tokens x the query heads of one
-  KV head into the rows of one tile (grouped-query attention reads each key once per group). Single-token
-  requests (decodes) go through `_decode_kernel`, which splits a long context over NUM_SPLITS programs
-  (split-K, "flash decoding") whose partial results `_merge_splits_kernel` combines.
-- Optional sliding window and logits soft cap are compile-time switches of the same kernels.
+- `paged_attention`: causal attention for a mixed batch, all through `_paged_attention_kernel`, which packs
+  BLOCK_Q query tokens x the query heads of one KV head into the rows of one tile (grouped-query attention
+  reads each key once per group). Requests with more than one query token (prefills, chunked prefills) take
+  one launch; single-token requests (decodes) another, with BLOCK_Q = 1, which splits a long context over
+  NUM_SPLITS programs (split-K, "flash decoding") whose partial results `_merge_splits_kernel` combines.
+- Optional sliding window and logits soft cap are compile-time switches of the same kernel.
 - `cuda_launch_configs()`: the launches the CUDA path makes for each dtype and head shape the GPU tests cover,
   which `pytest --cuda-arch` compiles for real GPUs.
 """
@@ -113,26 +113,34 @@ def _soft_cap(scores, cap):
 
 
 @triton.jit
-def _attend_tiles(
-    q,
-    acc,
-    m_i,
-    l_i,
-    q_pos,
-    kv_lo,
-    kv_hi,
-    request,
-    kv_head,
+def _paged_attention_kernel(
+    q_ptr,
     cache_ptr,
+    out_ptr,
+    part_acc_ptr,
+    part_ml_ptr,
+    query_start_ptr,
+    seq_lens_ptr,
     block_table_ptr,
-    stride_bt,
-    block_size,
-    stride_cb,
-    stride_ch,
-    stride_cn,
     scale,
     soft_cap,
     sliding_window,
+    block_size,
+    num_heads,
+    stride_qt,
+    stride_qh,
+    stride_ot,
+    stride_oh,
+    stride_bt,
+    stride_cb,
+    stride_ch,
+    stride_cn,
+    GROUP: tl.constexpr,
+    GROUP_PAD: tl.constexpr,
+    BLOCK_Q: tl.constexpr,
+    NUM_SPLITS: tl.constexpr,
+    DECODES_ONLY: tl.constexpr,
+    SKIP_DECODES: tl.constexpr,
     HEAD_SIZE: tl.constexpr,
     HEAD_PAD: tl.constexpr,
     TILE: tl.constexpr,
@@ -141,9 +149,57 @@ def _attend_tiles(
     DTYPE: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """Online softmax of the rows of `q` over cache positions [kv_lo, kv_hi) of one request and KV head."""
+    """One program: BLOCK_Q query tokens of one request x the GROUP query heads of one KV head (a tile of
+    BLOCK_Q * GROUP_PAD rows), over split `split` of the keys those tokens see, with an online softmax.
+
+    Grid: (requests, query blocks * NUM_SPLITS, KV heads). A decode is the case BLOCK_Q = 1 of a one-token
+    request; only then may NUM_SPLITS exceed 1, and the program writes its unnormalised partial result
+    for `_merge_splits_kernel` instead of the output. DECODES_ONLY / SKIP_DECODES pick the requests a launch
+    serves (single-token ones / all others; neither: all).
+    """
+    request = tl.program_id(0)
+    q_block = tl.program_id(1) // NUM_SPLITS
+    split = tl.program_id(1) % NUM_SPLITS
+    kv_head = tl.program_id(2)
+    q_start = tl.load(query_start_ptr + request)
+    query_len = tl.load(query_start_ptr + request + 1) - q_start
+    if q_block * BLOCK_Q >= query_len:
+        return
+    if DECODES_ONLY and query_len != 1:
+        return
+    if SKIP_DECODES and query_len == 1:
+        return
+    seq_len = tl.load(seq_lens_ptr + request)
+    context_len = seq_len - query_len
+
+    rows = tl.arange(0, BLOCK_Q * GROUP_PAD)
+    q_index = q_block * BLOCK_Q + rows // GROUP_PAD
+    heads = kv_head * GROUP + rows % GROUP_PAD
+    row_mask = (q_index < query_len) & (rows % GROUP_PAD < GROUP)
     channels = tl.arange(0, HEAD_PAD)
     channel_mask = channels < HEAD_SIZE
+    io_mask = row_mask[:, None] & channel_mask[None, :]
+    tokens = (q_start + q_index).to(tl.int64)
+    q = tl.load(
+        q_ptr + tokens[:, None] * stride_qt + heads[:, None] * stride_qh + channels[None, :],
+        mask=io_mask,
+        other=0.0,
+    ).to(DTYPE)
+    q_pos = context_len + q_index
+
+    # Keys [kv_lo, kv_hi): up to the block's last query, from the window start of its first query.
+    kv_hi = context_len + tl.minimum(query_len, (q_block + 1) * BLOCK_Q)
+    kv_lo = 0
+    if USE_WINDOW:
+        kv_lo = tl.maximum(context_len + q_block * BLOCK_Q - sliding_window + 1, 0)
+    if NUM_SPLITS > 1:
+        tiles_per_split = tl.cdiv(tl.cdiv(kv_hi - kv_lo, TILE), NUM_SPLITS)
+        kv_lo = kv_lo + split * tiles_per_split * TILE
+        kv_hi = tl.minimum(kv_hi, kv_lo + tiles_per_split * TILE)
+
+    acc = tl.zeros([BLOCK_Q * GROUP_PAD, HEAD_PAD], dtype=tl.float32)
+    m_i = tl.full([BLOCK_Q * GROUP_PAD], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_Q * GROUP_PAD], dtype=tl.float32)
     for start in range((kv_lo // TILE) * TILE, kv_hi, TILE):
         positions = start + tl.arange(0, TILE)
         in_range = (positions >= kv_lo) & (positions < kv_hi)
@@ -174,202 +230,11 @@ def _attend_tiles(
         l_i = l_i * alpha + tl.sum(probs, axis=1)
         acc = acc * alpha[:, None] + tl.dot(probs.to(DTYPE), values, input_precision=PRECISION)
         m_i = m_new
-    return acc, m_i, l_i
 
-
-@triton.jit
-def _prefill_kernel(
-    q_ptr,
-    cache_ptr,
-    out_ptr,
-    query_start_ptr,
-    seq_lens_ptr,
-    block_table_ptr,
-    scale,
-    soft_cap,
-    sliding_window,
-    block_size,
-    stride_qt,
-    stride_qh,
-    stride_ot,
-    stride_oh,
-    stride_bt,
-    stride_cb,
-    stride_ch,
-    stride_cn,
-    GROUP: tl.constexpr,
-    GROUP_PAD: tl.constexpr,
-    BLOCK_Q: tl.constexpr,
-    HEAD_SIZE: tl.constexpr,
-    HEAD_PAD: tl.constexpr,
-    TILE: tl.constexpr,
-    SKIP_DECODES: tl.constexpr,
-    USE_SOFT_CAP: tl.constexpr,
-    USE_WINDOW: tl.constexpr,
-    DTYPE: tl.constexpr,
-    PRECISION: tl.constexpr,
-):
-    request = tl.program_id(0)
-    q_block = tl.program_id(1)
-    kv_head = tl.program_id(2)
-    q_start = tl.load(query_start_ptr + request)
-    query_len = tl.load(query_start_ptr + request + 1) - q_start
-    if q_block * BLOCK_Q >= query_len:
-        return
-    if SKIP_DECODES and query_len == 1:
-        return
-    seq_len = tl.load(seq_lens_ptr + request)
-    context_len = seq_len - query_len
-
-    rows = tl.arange(0, BLOCK_Q * GROUP_PAD)
-    q_index = q_block * BLOCK_Q + rows // GROUP_PAD
-    heads = kv_head * GROUP + rows % GROUP_PAD
-    row_mask = (q_index < query_len) & (rows % GROUP_PAD < GROUP)
-    channels = tl.arange(0, HEAD_PAD)
-    io_mask = row_mask[:, None] & (channels < HEAD_SIZE)[None, :]
-    tokens = (q_start + q_index).to(tl.int64)
-    q = tl.load(
-        q_ptr + tokens[:, None] * stride_qt + heads[:, None] * stride_qh + channels[None, :],
-        mask=io_mask,
-        other=0.0,
-    ).to(DTYPE)
-    q_pos = context_len + q_index
-
-    kv_hi = context_len + tl.minimum(query_len, (q_block + 1) * BLOCK_Q)
-    kv_lo = 0
-    if USE_WINDOW:
-        kv_lo = tl.maximum(context_len + q_block * BLOCK_Q - sliding_window + 1, 0)
-    acc = tl.zeros([BLOCK_Q * GROUP_PAD, HEAD_PAD], dtype=tl.float32)
-    m_i = tl.full([BLOCK_Q * GROUP_PAD], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_Q * GROUP_PAD], dtype=tl.float32)
-    acc, m_i, l_i = _attend_tiles(
-        q,
-        acc,
-        m_i,
-        l_i,
-        q_pos,
-        kv_lo,
-        kv_hi,
-        request,
-        kv_head,
-        cache_ptr,
-        block_table_ptr,
-        stride_bt,
-        block_size,
-        stride_cb,
-        stride_ch,
-        stride_cn,
-        scale,
-        soft_cap,
-        sliding_window,
-        HEAD_SIZE,
-        HEAD_PAD,
-        TILE,
-        USE_SOFT_CAP,
-        USE_WINDOW,
-        DTYPE,
-        PRECISION,
-    )
-    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-    tl.store(
-        out_ptr + tokens[:, None] * stride_ot + heads[:, None] * stride_oh + channels[None, :],
-        out.to(out_ptr.dtype.element_ty),
-        mask=io_mask,
-    )
-
-
-@triton.jit
-def _decode_kernel(
-    q_ptr,
-    cache_ptr,
-    out_ptr,
-    part_acc_ptr,
-    part_ml_ptr,
-    query_start_ptr,
-    seq_lens_ptr,
-    block_table_ptr,
-    scale,
-    soft_cap,
-    sliding_window,
-    block_size,
-    num_heads,
-    stride_qt,
-    stride_qh,
-    stride_ot,
-    stride_oh,
-    stride_bt,
-    stride_cb,
-    stride_ch,
-    stride_cn,
-    GROUP: tl.constexpr,
-    GROUP_PAD: tl.constexpr,
-    NUM_SPLITS: tl.constexpr,
-    HEAD_SIZE: tl.constexpr,
-    HEAD_PAD: tl.constexpr,
-    TILE: tl.constexpr,
-    USE_SOFT_CAP: tl.constexpr,
-    USE_WINDOW: tl.constexpr,
-    DTYPE: tl.constexpr,
-    PRECISION: tl.constexpr,
-):
-    request = tl.program_id(0)
-    kv_head = tl.program_id(1)
-    split = tl.program_id(2)
-    q_start = tl.load(query_start_ptr + request)
-    if tl.load(query_start_ptr + request + 1) - q_start != 1:
-        return
-    seq_len = tl.load(seq_lens_ptr + request)
-    kv_lo = 0
-    if USE_WINDOW:
-        kv_lo = tl.maximum(seq_len - sliding_window, 0)
-    tiles_per_split = tl.cdiv(tl.cdiv(seq_len - kv_lo, TILE), NUM_SPLITS)
-    split_lo = kv_lo + split * tiles_per_split * TILE
-    split_hi = tl.minimum(seq_len, split_lo + tiles_per_split * TILE)
-
-    groups = tl.arange(0, GROUP_PAD)
-    heads = kv_head * GROUP + groups
-    channels = tl.arange(0, HEAD_PAD)
-    io_mask = (groups < GROUP)[:, None] & (channels < HEAD_SIZE)[None, :]
-    token = q_start.to(tl.int64)
-    q = tl.load(
-        q_ptr + token * stride_qt + heads[:, None] * stride_qh + channels[None, :], mask=io_mask, other=0.0
-    ).to(DTYPE)
-    q_pos = tl.zeros([GROUP_PAD], dtype=tl.int32) + seq_len - 1
-    acc = tl.zeros([GROUP_PAD, HEAD_PAD], dtype=tl.float32)
-    m_i = tl.full([GROUP_PAD], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
-    acc, m_i, l_i = _attend_tiles(
-        q,
-        acc,
-        m_i,
-        l_i,
-        q_pos,
-        split_lo,
-        split_hi,
-        request,
-        kv_head,
-        cache_ptr,
-        block_table_ptr,
-        stride_bt,
-        block_size,
-        stride_cb,
-        stride_ch,
-        stride_cn,
-        scale,
-        soft_cap,
-        sliding_window,
-        HEAD_SIZE,
-        HEAD_PAD,
-        TILE,
-        USE_SOFT_CAP,
-        USE_WINDOW,
-        DTYPE,
-        PRECISION,
-    )
     if NUM_SPLITS == 1:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
         tl.store(
-            out_ptr + token * stride_ot + heads[:, None] * stride_oh + channels[None, :],
+            out_ptr + tokens[:, None] * stride_ot + heads[:, None] * stride_oh + channels[None, :],
             out.to(out_ptr.dtype.element_ty),
             mask=io_mask,
         )
@@ -377,8 +242,8 @@ def _decode_kernel(
         # Partial results, [num_requests, num_heads, NUM_SPLITS, HEAD_PAD] and [.., NUM_SPLITS, 2] (max, sum).
         slot = (request * num_heads + heads).to(tl.int64) * NUM_SPLITS + split
         tl.store(part_acc_ptr + slot[:, None] * HEAD_PAD + channels[None, :], acc, mask=io_mask)
-        tl.store(part_ml_ptr + slot * 2, m_i, mask=groups < GROUP)
-        tl.store(part_ml_ptr + slot * 2 + 1, l_i, mask=groups < GROUP)
+        tl.store(part_ml_ptr + slot * 2, m_i, mask=row_mask)
+        tl.store(part_ml_ptr + slot * 2 + 1, l_i, mask=row_mask)
 
 
 @triton.jit
@@ -470,30 +335,17 @@ def paged_attention(
     num_heads, head_size = query.shape[1], query.shape[2]
     num_kv_heads = kv_cache.shape[1]
     group = num_heads // num_kv_heads
+    head_pad = max(MIN_DOT, triton.next_power_of_2(head_size))
     dtype = compute_dtype(query.dtype)
-    common = dict(
-        HEAD_SIZE=head_size,
-        HEAD_PAD=max(MIN_DOT, triton.next_power_of_2(head_size)),
-        TILE=TILE_N,
-        USE_SOFT_CAP=bool(logits_soft_cap),
-        USE_WINDOW=bool(sliding_window),
-        DTYPE=dtype,
-        PRECISION="ieee" if dtype == tl.float32 else "tf32",
-    )
-    cache_strides = (block_table.stride(0), kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2))
-    scalars = (scale, float(logits_soft_cap or 0.0), int(sliding_window or 0), kv_cache.shape[2])
-    if num_decodes:
-        group_pad = max(MIN_DOT, triton.next_power_of_2(group))
-        head_pad = common["HEAD_PAD"]
-        part_acc = part_ml = output  # unused when the decode kernel writes the output itself
-        if num_splits > 1:
-            part_acc = torch.empty(
-                num_requests * num_heads * num_splits * head_pad, dtype=torch.float32, device=query.device
-            )
-            part_ml = torch.empty(
-                num_requests * num_heads * num_splits * 2, dtype=torch.float32, device=query.device
-            )
-        _decode_kernel[(num_requests, num_kv_heads, num_splits)](
+    part_acc = part_ml = output  # unused unless a decode launch splits its keys
+    if num_decodes and num_splits > 1:
+        partials = num_requests * num_heads * num_splits
+        part_acc = torch.empty(partials * head_pad, dtype=torch.float32, device=query.device)
+        part_ml = torch.empty(partials * 2, dtype=torch.float32, device=query.device)
+
+    def launch(programs_per_request: int, **config: object) -> None:
+        # Grid: (requests, query blocks x splits, KV heads); `config` completes the compile-time switches.
+        _paged_attention_kernel[(num_requests, programs_per_request, num_kv_heads)](
             query,
             kv_cache,
             output,
@@ -502,17 +354,39 @@ def paged_attention(
             query_start_loc,
             seq_lens,
             block_table,
-            *scalars,
+            scale,
+            float(logits_soft_cap or 0.0),
+            int(sliding_window or 0),
+            kv_cache.shape[2],
             num_heads,
             query.stride(0),
             query.stride(1),
             output.stride(0),
             output.stride(1),
-            *cache_strides,
+            block_table.stride(0),
+            kv_cache.stride(0),
+            kv_cache.stride(1),
+            kv_cache.stride(2),
             GROUP=group,
-            GROUP_PAD=group_pad,
+            HEAD_SIZE=head_size,
+            HEAD_PAD=head_pad,
+            TILE=TILE_N,
+            USE_SOFT_CAP=bool(logits_soft_cap),
+            USE_WINDOW=bool(sliding_window),
+            DTYPE=dtype,
+            PRECISION="ieee" if dtype == tl.float32 else "tf32",
+            **config,
+        )
+
+    if num_decodes:
+        # One query token: the tile's rows are the group's heads, padded to the smallest tl.dot operand.
+        launch(
+            num_splits,
+            GROUP_PAD=max(MIN_DOT, triton.next_power_of_2(group)),
+            BLOCK_Q=1,
             NUM_SPLITS=num_splits,
-            **common,
+            DECODES_ONLY=True,
+            SKIP_DECODES=False,
         )
         if num_splits > 1:
             _merge_splits_kernel[(num_requests, num_heads)](
@@ -530,27 +404,16 @@ def paged_attention(
     if num_decodes < num_requests:
         group_pad = triton.next_power_of_2(group)
         block_q = max(BLOCK_Q, MIN_DOT // group_pad)
-        _prefill_kernel[(num_requests, triton.cdiv(max_query_len, block_q), num_kv_heads)](
-            query,
-            kv_cache,
-            output,
-            query_start_loc,
-            seq_lens,
-            block_table,
-            *scalars,
-            query.stride(0),
-            query.stride(1),
-            output.stride(0),
-            output.stride(1),
-            *cache_strides,
-            GROUP=group,
+        launch(
+            triton.cdiv(max_query_len, block_q),
             GROUP_PAD=group_pad,
             BLOCK_Q=block_q,
+            NUM_SPLITS=1,
+            DECODES_ONLY=False,
             SKIP_DECODES=num_decodes > 0,
             # float32 tiles multiply exactly on the FMA units ("ieee"), which hold the whole 64 x 128 GQA
             # tile in registers: four warps need over 255 registers per thread and spill kilobytes of them.
             num_warps=8 if dtype == tl.float32 else 4,
-            **common,
         )
     return output
 
