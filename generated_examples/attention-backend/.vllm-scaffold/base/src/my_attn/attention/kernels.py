@@ -149,12 +149,13 @@ def _paged_attention_kernel(
     DTYPE: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
-    """One program: BLOCK_Q query tokens of one request x the GROUP query heads of one KV head (a tile of
-    BLOCK_Q * GROUP_PAD rows), over split `split` of the keys those tokens see, with an online softmax.
+    """Online softmax of BLOCK_Q query tokens of one request x the GROUP query heads of one KV head (the
+    BLOCK_Q * GROUP_PAD rows of a tile) over the keys those tokens see, or over one of NUM_SPLITS shares of
+    them.
 
-    Grid: (requests, query blocks * NUM_SPLITS, KV heads). A decode is the case BLOCK_Q = 1 of a one-token
-    request; only then may NUM_SPLITS exceed 1, and the program writes its unnormalised partial result
-    for `_merge_splits_kernel` instead of the output. DECODES_ONLY / SKIP_DECODES pick the requests a launch
+    Grid: (requests, query blocks x NUM_SPLITS, KV heads). A decode is the case BLOCK_Q = 1 of a one-token
+    request; only then may NUM_SPLITS exceed 1, and each program writes its unnormalised partial result for
+    `_merge_splits_kernel` instead of the output. DECODES_ONLY / SKIP_DECODES pick the requests a launch
     serves (single-token ones / all others; neither: all).
     """
     request = tl.program_id(0)
