@@ -208,9 +208,7 @@ def make_llm(
     created: list[Any] = []
 
     def make(**overrides: Any) -> Any:
-        from vllm import LLM
-
-        llm = LLM(**{**llm_kwargs, **overrides})
+        llm = engine.start_llm(**{**llm_kwargs, **overrides})
         created.append(llm)
         return llm
 

@@ -127,12 +127,10 @@ def joined_ray_cluster(address: str, runtime_env: Mapping[str, Any] | None = Non
 
 def generate(engine_kwargs: Mapping[str, Any], prompts: Sequence[str], max_tokens: int = 4) -> list[list[int]]:
     """In the engine script: greedy tokens from an offline `vllm.LLM`, shut down before returning."""
-    from vllm import LLM
-
-    from vllm_scaffold_testing.engine import shutdown_engines
+    from vllm_scaffold_testing.engine import shutdown_engines, start_llm
     from vllm_scaffold_testing.offline import greedy_token_ids
 
-    llms = [LLM(**engine_kwargs)]
+    llms = [start_llm(**engine_kwargs)]
     try:
         return greedy_token_ids(llms[0], prompts, max_tokens)
     finally:
