@@ -43,7 +43,7 @@ done
 # One tiny model for the whole run, shared by the generated packages' own test sessions.
 export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
 # Two workers (pytest-xdist): most of a test's time is one process importing vLLM, installing a package or
-# waiting on an engine subprocess, so two keep a 2-core machine busy. Tests that share an expensive
-# fixture name one xdist group and run on one worker (--dist loadgroup); tests/conftest.py starts the long
-# ones first. Any `-n` given on the command line wins (`-n 0`: one process, as plain pytest).
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+# waiting on an engine subprocess, so two keep a 2-core machine busy. tests/conftest.py starts the long tests
+# first; a session fixture too costly for every worker is computed once per run (tests/helpers.py,
+# once_per_run). Any `-n` given on the command line wins (`-n 0`: one process, as plain pytest).
+exec .venv/bin/python -m pytest -n 2 "$@"

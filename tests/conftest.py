@@ -10,13 +10,13 @@ from tests.helpers import HANDWRITTEN_PYPROJECT, build_file_tree
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Engine runs and grouped tests (one xdist group = one worker's run, such as doctor's live probes) first.
+    """Engine runs and the tests that read doctor's live probes first.
 
     They take minutes each; the rest take seconds. A parallel run (scripts/test.sh runs pytest-xdist) that
     starts the long ones first ends with every worker busy on short tests instead of one worker finishing a
     long run alone. The sort is stable, and without xdist it changes nothing a test can observe.
     """
-    items.sort(key=lambda item: not (item.get_closest_marker("engine") or item.get_closest_marker("xdist_group")))
+    items.sort(key=lambda item: not (item.get_closest_marker("engine") or "live_reports" in item.fixturenames))
 
 
 @pytest.fixture

@@ -3,17 +3,22 @@ spec, snapshots."""
 
 from __future__ import annotations
 
+import fcntl
+import pickle
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from textwrap import dedent
+from typing import TypeVar
 
 import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
 from vllm_scaffold.cli import app
+
+T = TypeVar("T")
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> Result:
@@ -68,3 +73,21 @@ dev = ["pytest"]
 [tool.ruff]
 line-length = 99   # house style
 """
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], T]) -> T:
+    """`compute()` once per pytest run, whatever the number of pytest-xdist workers, and its result in each.
+
+    The first worker to ask computes it and leaves it pickled in the run's shared temporary directory (the
+    parent of each worker's own); one that asks meanwhile waits on the same lock and then reads it. For
+    session fixtures too costly to compute on every worker (tests cannot choose their worker: pytest-xdist's
+    `xdist_group` has no effect under pytest 9).
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if base.name.startswith("popen-gw") else base
+    result = shared / f"{name}.pickle"
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not result.is_file():
+            result.write_bytes(pickle.dumps(compute()))
+        return pickle.loads(result.read_bytes())

@@ -24,7 +24,7 @@ import pytest
 from test_doctor_reading import ENVIRONMENT_CODES
 
 from scripts.doctor_docs import DOCS, docs_with_codes
-from tests.helpers import run_cli
+from tests.helpers import once_per_run, run_cli
 from vllm_scaffold.doctor import checks_config, codes, installed, probe_ray, releases
 from vllm_scaffold.doctor.findings import Report
 from vllm_scaffold.doctor.runner import diagnose
@@ -72,8 +72,6 @@ NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict"}
 FIXTURE_DIRS = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean"}
 BROKEN = sorted(FIXTURE_DIRS | set(doctor_variants.BROKEN))
 STATIC = [name for name in BROKEN if name not in LIVE_ONLY]
-# The tests that read `live_reports`: one worker of a parallel run computes it for all of them.
-LIVE_GROUP = pytest.mark.xdist_group("doctor-live")
 
 
 @pytest.fixture(autouse=True)
@@ -103,31 +101,33 @@ def _environment(pythonpath_first: Path | None = None) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def live_reports(tmp_path_factory: pytest.TempPathFactory, variants: Path) -> dict[str, Report | Exception]:
-    """Every live diagnosis of this module, run two at a time (the probes are separate processes).
+    """Every live diagnosis of this module, run two at a time (the probes are separate processes), once per run.
 
     Keys: a fixture name; "alone:<fixture>" for a conflict fixture without the other plugins.
     """
-    others = tmp_path_factory.mktemp("other-plugins")
-    for package in sorted((FIXTURES / "_installed").iterdir()):
-        install_privately(package, others)
-    jobs: dict[str, tuple[Path, dict[str, str], str | None]] = {}
-    for name in sorted(LIVE_ONLY) + ["clean"]:
-        env = _environment(others if name in NEEDS_OTHERS else None)
-        jobs[name] = (_root(name, variants), env, PLUGINS.get(name))
-    for name in sorted(NEEDS_OTHERS):
-        jobs[f"alone:{name}"] = (_root(name, variants), _environment(), None)
-    results: dict[str, Report | Exception] = {}
 
-    def run(job: tuple[Path, dict[str, str], str | None]) -> Report | Exception:
-        root, env, plugins = job
-        try:
-            return diagnose(root, live=True, environ=env, vllm_plugins=plugins)
-        except Exception as error:  # noqa: BLE001 - surfaced by the test that reads this result
-            return error
+    def diagnose_all() -> dict[str, Report | Exception]:
+        others = tmp_path_factory.mktemp("other-plugins")
+        for package in sorted((FIXTURES / "_installed").iterdir()):
+            install_privately(package, others)
+        jobs: dict[str, tuple[Path, dict[str, str], str | None]] = {}
+        for name in sorted(LIVE_ONLY) + ["clean"]:
+            env = _environment(others if name in NEEDS_OTHERS else None)
+            jobs[name] = (_root(name, variants), env, PLUGINS.get(name))
+        for name in sorted(NEEDS_OTHERS):
+            jobs[f"alone:{name}"] = (_root(name, variants), _environment(), None)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results.update(zip(jobs, pool.map(run, jobs.values()), strict=True))
-    return results
+        def run(job: tuple[Path, dict[str, str], str | None]) -> Report | Exception:
+            root, env, plugins = job
+            try:
+                return diagnose(root, live=True, environ=env, vllm_plugins=plugins)
+            except Exception as error:  # noqa: BLE001 - surfaced by the test that reads this result
+                return error
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(zip(jobs, pool.map(run, jobs.values()), strict=True))
+
+    return once_per_run(tmp_path_factory, "doctor-live-reports", diagnose_all)
 
 
 def _live(live_reports: dict[str, Report | Exception], key: str) -> Report:
@@ -181,7 +181,6 @@ def vllm_imports_torch() -> bool:
     return completed.stdout.strip() == "True"
 
 
-@LIVE_GROUP
 @pytest.mark.parametrize("name", sorted(LIVE_ONLY))
 def test_live_probe_reports_exactly_its_code(name: str, live_reports, vllm_imports_torch: bool) -> None:
     report = _live(live_reports, name)
@@ -198,7 +197,6 @@ def test_live_fixture_is_clean_without_the_probe(name: str, variants: Path) -> N
     assert report.codes == ALSO.get(name, set()), _summary(report)
 
 
-@LIVE_GROUP
 @pytest.mark.parametrize("name", sorted(NEEDS_OTHERS))
 def test_conflicts_need_a_second_plugin(name: str, live_reports) -> None:
     """Alone in the environment, claiming CUSTOM or replacing RMSNorm is fine."""
@@ -206,7 +204,6 @@ def test_conflicts_need_a_second_plugin(name: str, live_reports) -> None:
     assert not report.findings, _summary(report)
 
 
-@LIVE_GROUP
 def test_hand_written_clean_plugin_has_no_findings(live_reports) -> None:
     report = _live(live_reports, "clean")
     assert not report.findings, _summary(report)
