@@ -29,7 +29,7 @@ def module_llm(plugin_site: Path | None, tiny_llama: Path) -> Iterator[Callable[
         def get(**overrides: Any) -> Any:
             key = repr(sorted(overrides.items()))
             if key not in engines:
-                engines[key] = engine.start_llm(model=str(tiny_llama), **{**engine.TINY_ENGINE_KWARGS, **overrides})
+                engines[key] = engine.start_llm(**{"model": str(tiny_llama), **engine.TINY_ENGINE_KWARGS, **overrides})
             return engines[key]
 
         yield get
