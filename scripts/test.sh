@@ -44,6 +44,8 @@ done
 export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
 # Two workers (pytest-xdist): most of a test's time is one process importing vLLM, installing a package or
 # waiting on an engine subprocess, so two keep a 2-core machine busy. tests/conftest.py starts the long tests
-# first; a session fixture too costly for every worker is computed once per run (tests/helpers.py,
-# once_per_run). Any `-n` given on the command line wins (`-n 0`: one process, as plain pytest).
-exec .venv/bin/python -m pytest -n 2 "$@"
+# first, and a worker that runs out of tests takes pending ones from the other (--dist worksteal) instead of
+# idling while the other works through its share of long ones; a session fixture too costly for every worker
+# is computed once per run (tests/helpers.py, once_per_run). Any `-n` given on the command line wins (`-n 0`:
+# one process, as plain pytest).
+exec .venv/bin/python -m pytest -n 2 --dist worksteal "$@"
