@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import tomlkit
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from tomlkit.items import Table
 from tomlkit.toml_document import TOMLDocument
 
@@ -86,14 +86,16 @@ def add_test_requirement(doc: TOMLDocument, requirement: str) -> tuple[list[str]
     test = extras.get("test", []) if isinstance(extras, dict) else None
     if "optional-dependencies" in project.get("dynamic", []) or not isinstance(test, list):  # type: ignore[union-attr]
         return [], [f"test dependency: add {requirement} to the extra your tests install (not editable here)"]
+    wanted = Requirement(requirement)
     for index, item in enumerate(test):
-        if _requirement_name(str(item)) != _requirement_name(requirement):
+        existing = _parsed(str(item))
+        if existing is None or canonicalize_name(existing.name) != canonicalize_name(wanted.name):
             continue
-        merged = _with_extras(str(item), _extras(requirement))
-        if merged == str(item):
+        if wanted.extras <= existing.extras:
             return [], []
-        test[index] = merged
-        return [f'project.optional-dependencies.test: "{item}" -> "{merged}"'], []
+        existing.extras |= wanted.extras
+        test[index] = str(existing)
+        return [f'project.optional-dependencies.test: "{item}" -> "{existing}"'], []
     if "test" in extras:
         test.append(requirement)
     else:
@@ -101,25 +103,9 @@ def add_test_requirement(doc: TOMLDocument, requirement: str) -> tuple[list[str]
     return [f'project.optional-dependencies.test += "{requirement}"'], []
 
 
-_EXTRAS = re.compile(r"^(?P<name>[^\s<>=!~;\[@(]+)\s*(?:\[(?P<extras>[^\]]*)\])?")
-
-
-def _extras(requirement: str) -> set[str]:
-    """The extras a PEP 508 requirement string asks for."""
-    match = _EXTRAS.match(requirement.strip())
-    return {e.strip() for e in (match["extras"] or "").split(",") if e.strip()} if match else set()
-
-
-def _with_extras(requirement: str, extras: set[str]) -> str:
-    """`requirement` asking for its own extras and `extras` as well, its specifier and marker kept."""
-    match = _EXTRAS.match(requirement.strip())
-    wanted = _extras(requirement) | extras
-    if match is None or wanted == _extras(requirement):
-        return requirement
-    return f"{match['name']}[{','.join(sorted(wanted))}]{requirement.strip()[match.end() :]}"
-
-
-def _requirement_name(requirement: str) -> str:
-    """The normalized distribution name of a PEP 508 requirement string."""
-    name = re.split(r"[\s<>=!~;\[@(]", requirement.strip(), maxsplit=1)[0]
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _parsed(text: str) -> Requirement | None:
+    """`text` as a PEP 508 requirement, or None where it is not one."""
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
