@@ -9,10 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # uv installs into the environments: vLLM's hundred-odd distributions take it seconds where pip takes about
-# a hundred (pip also byte-compiles every file of torch; the interpreter compiles what is imported, once).
-# It is given the sources pip is set up with here (scripts/pip_sources.py). Where uv cannot be installed,
-# pip does the same installs.
+# a hundred, most of it byte-compiling every file of torch. It is given the sources pip is set up with here
+# (scripts/pip_sources.py). Where uv cannot be installed, pip does the same installs.
 eval "$(python3 scripts/pip_sources.py)"
+# Nothing is byte-compiled ahead: the first process to import a module writes its .pyc, under .venv/pycache,
+# and every later one reads it. Where PYTHONDONTWRITEBYTECODE is set, no .pyc would ever be written and every
+# process would compile vLLM, torch and transformers from source again (twice the import time).
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="$PWD/.venv/pycache"
 install_into() { # install_into VENV ARGS...: `pip install ARGS` into VENV
     local venv=$1
     shift
