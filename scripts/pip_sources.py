@@ -28,10 +28,15 @@ _PRECEDENCE = ("global", "user", "site", ":env:")
 
 
 def pip_options() -> dict[str, list[str]]:
-    """pip's effective values of the options uv has an equivalent for, from `pip config list`."""
+    """pip's effective values of the options uv has an equivalent for."""
     listed = subprocess.run(
         [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
     ).stdout
+    return effective_options(listed)
+
+
+def effective_options(listed: str) -> dict[str, list[str]]:
+    """The options of `pip config list` output that uv has an equivalent for, each from its winning scope."""
     by_scope: dict[str, dict[str, str]] = {}
     for line in listed.splitlines():
         # global.find-links='/opt/wheels'   :env:.extra-index-url='file:///a file:///b'

