@@ -222,6 +222,14 @@ def stop_processes(pids: list[int], grace_s: float = _STOP_GRACE_S) -> None:
         time.sleep(0.1)
 
 
+def _executable(pid: int) -> str:
+    """The file name of the program `pid` runs ("raylet", "gcs_server", "python3.11"); "" once it has exited."""
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return ""
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -272,7 +280,16 @@ class RayCluster:
         return {"env_vars": {"PYTHONPATH": pythonpath}}
 
     def stop(self) -> list[int]:
-        """Ends every process of this cluster; returns the pids that were still running."""
+        """Ends every process of this cluster; returns the pids that were still running.
+
+        In the order `ray stop` uses: the raylet, then the other daemons and workers, then the GCS server. Sent
+        SIGTERM together, the GCS server and the autoscaler's monitor wait on each other until the grace
+        period ends (30 s per cluster); in this order the cluster is gone in about a second.
+        """
         pids = ray_processes(self.temp_dir)
-        stop_processes(pids)
+        daemons = {pid: _executable(pid) for pid in pids}
+        raylet = [pid for pid, name in daemons.items() if name == "raylet"]
+        gcs_server = [pid for pid, name in daemons.items() if name == "gcs_server"]
+        for group in (raylet, [pid for pid in pids if pid not in raylet + gcs_server], gcs_server):
+            stop_processes(group)
         return pids
