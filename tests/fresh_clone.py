@@ -69,13 +69,26 @@ def engine_view(dest: Path) -> Path:
     """
     hidden = {name.replace("-", "_") for name in HIDDEN_DISTRIBUTIONS}
     dest.mkdir()
-    for site in {Path(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}:
+    sites = {Path(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}
+    for site in sites:
         for entry in site.iterdir():
             # "vllm_scaffold", "vllm_scaffold-0.1.0.dist-info", "vllm_scaffold_testing-0.1.0.dist-info"...
             if entry.name.split("-")[0].lower() in hidden or entry.suffix == ".pth":
                 continue
             if not (dest / entry.name).exists():
                 (dest / entry.name).symlink_to(entry)
+    if sys.pycache_prefix and len(sites) == 1:
+        (site,) = sites
+        # Under PYTHONPYCACHEPREFIX a module's .pyc is found by its source's path, and the view's paths are new:
+        # without this link every clone's first process would compile vLLM, torch and transformers again (10 s
+        # more per import). Linked, the view reads this environment's .pyc files, as a runner reads those pip
+        # wrote when it installed vLLM.
+        cached = Path(sys.pycache_prefix) / dest.relative_to(dest.anchor)
+        if cached.is_symlink() or cached.is_file():
+            cached.unlink()
+        shutil.rmtree(cached, ignore_errors=True)  # of an earlier view at this path
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.symlink_to(Path(sys.pycache_prefix) / site.relative_to(site.anchor))
     return dest
 
 
