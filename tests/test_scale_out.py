@@ -8,8 +8,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,29 @@ def test_processes_are_found_by_their_marker_and_stopped_even_when_they_ignore_s
         scale_out.stop_processes(scale_out.ray_processes(marker), grace_s=1.0)
         assert [child.wait() for child in children] == [-9, -15]
         assert scale_out.ray_processes(marker) == []
+    finally:
+        for child in children:
+            child.kill()
+        marker.rmdir()
+
+
+def test_a_cluster_stops_its_raylet_first_and_its_gcs_server_last(tmp_path: Path) -> None:
+    """Stand-ins named like Ray's daemons (copies of bash) log the SIGTERM they get, in the order it came."""
+    marker = scale_out.new_ray_temp_dir()
+    log, ready = tmp_path / "terminated", tmp_path / "ready"
+    children = []
+    for name in ("gcs_server", "python3", "raylet"):
+        program = tmp_path / name
+        shutil.copy(shutil.which("bash") or "/bin/bash", program)
+        script = f"trap 'echo {name} >> {log}; exit 0' TERM; echo {name} >> {ready}; while :; do sleep 0.05; done"
+        children.append(subprocess.Popen([program, "-c", script, str(marker)]))
+    try:
+        while not ready.is_file() or len(ready.read_text().split()) < len(children):  # every trap is in place
+            assert all(child.poll() is None for child in children)
+            time.sleep(0.05)
+        assert sorted(scale_out.stop_cluster(marker)) == sorted(child.pid for child in children)
+        assert log.read_text().split() == ["raylet", "python3", "gcs_server"]
+        assert [child.wait() for child in children] == [0, 0, 0]
     finally:
         for child in children:
             child.kill()

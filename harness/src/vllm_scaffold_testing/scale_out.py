@@ -222,6 +222,22 @@ def stop_processes(pids: list[int], grace_s: float = _STOP_GRACE_S) -> None:
         time.sleep(0.1)
 
 
+def stop_cluster(marker: Path) -> list[int]:
+    """Ends every process of the cluster whose temporary directory is `marker`; returns their pids.
+
+    In the order `ray stop` uses: the raylet, then the other daemons and workers, then the GCS server. Sent
+    SIGTERM together, the GCS server and the autoscaler's monitor wait on each other until the grace period
+    ends (30 s per cluster); in this order the cluster is gone in about a second.
+    """
+    pids = ray_processes(marker)
+    programs = {pid: _executable(pid) for pid in pids}
+    raylet = [pid for pid, name in programs.items() if name == "raylet"]
+    gcs_server = [pid for pid, name in programs.items() if name == "gcs_server"]
+    for group in (raylet, [pid for pid in pids if pid not in raylet + gcs_server], gcs_server):
+        stop_processes(group)
+    return pids
+
+
 def _executable(pid: int) -> str:
     """The file name of the program `pid` runs ("raylet", "gcs_server", "python3.11"); "" once it has exited."""
     try:
@@ -280,16 +296,5 @@ class RayCluster:
         return {"env_vars": {"PYTHONPATH": pythonpath}}
 
     def stop(self) -> list[int]:
-        """Ends every process of this cluster; returns the pids that were still running.
-
-        In the order `ray stop` uses: the raylet, then the other daemons and workers, then the GCS server. Sent
-        SIGTERM together, the GCS server and the autoscaler's monitor wait on each other until the grace
-        period ends (30 s per cluster); in this order the cluster is gone in about a second.
-        """
-        pids = ray_processes(self.temp_dir)
-        daemons = {pid: _executable(pid) for pid in pids}
-        raylet = [pid for pid, name in daemons.items() if name == "raylet"]
-        gcs_server = [pid for pid, name in daemons.items() if name == "gcs_server"]
-        for group in (raylet, [pid for pid in pids if pid not in raylet + gcs_server], gcs_server):
-            stop_processes(group)
-        return pids
+        """Ends every process of this cluster (`stop_cluster`); returns the pids that were still running."""
+        return stop_cluster(self.temp_dir)
