@@ -80,9 +80,9 @@ def engine_view(dest: Path) -> Path:
     if sys.pycache_prefix and len(sites) == 1:
         (site,) = sites
         # Under PYTHONPYCACHEPREFIX a module's .pyc is found by its source's path, and the view's paths are new:
-        # without this link every clone's first process would compile vLLM, torch and transformers again (10 s
-        # more per import). Linked, the view reads this environment's .pyc files, as a runner reads those pip
-        # wrote when it installed vLLM.
+        # without this link the view's first process would compile vLLM, torch and transformers again (10 s
+        # more for that import). Linked, the view reads this environment's .pyc files, as a runner reads those
+        # pip wrote when it installed vLLM.
         cached = Path(sys.pycache_prefix) / dest.relative_to(dest.anchor)
         if cached.is_symlink() or cached.is_file():
             cached.unlink()

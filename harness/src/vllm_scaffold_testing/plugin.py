@@ -273,8 +273,7 @@ def ray_cluster(ray_platform_path: Path, plugin_site: Path | None) -> Iterator[s
 
 
 def _stop_and_check(temp_dir: Path, what: str) -> None:
-    stragglers = scale_out.ray_processes(temp_dir)
-    scale_out.stop_processes(stragglers)
+    stragglers = scale_out.stop_cluster(temp_dir)
     shutil.rmtree(temp_dir, ignore_errors=True)
     if stragglers:
         pytest.fail(f"processes of {what} were still running after the test (now ended): {stragglers}")
