@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from vllm_scaffold.scaffold import new_package
+from vllm_scaffold.generate.scaffold import new_package
 
 GOLDEN = Path(__file__).resolve().parent.parent / "generated_examples" / "custom-op"
 SCRIPT = Path("benchmarks") / "bench_custom_op.py"
@@ -29,7 +29,5 @@ def run(package: Path) -> None:
 if __name__ == "__main__":
     run(GOLDEN)
     with tempfile.TemporaryDirectory() as scratch:
-        norm = new_package(
-            "custom-op", "my_norm", Path(scratch) / "my_norm", {"op": "RMSNorm"}, interactive=False, dry_run=False
-        ).root
+        norm = new_package("custom-op", "my_norm", Path(scratch) / "my_norm", {"op": "RMSNorm"}, dry_run=False).root
         run(norm)

@@ -2,7 +2,7 @@
 
     python benchmarks/generation.py [--repeat N]
 
-Prints, for each templated seam, the median time of `vllm_scaffold.scaffold.new_package` (everything
+Prints, for each templated seam, the median time of `vllm_scaffold.generate.scaffold.new_package` (everything
 `new` does: two copier renders, pyproject and plugin-module edits, checks, the move into place) and of
 raw `copier.run_copy` of the same two templates with the same answers, in the same warm process; their
 ratio is the tool's own overhead. It also prints the wall time of `vllm-scaffold --help` and of a whole
@@ -23,11 +23,12 @@ from pathlib import Path
 
 import copier
 
-from vllm_scaffold import names, vllm_facts
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog
-from vllm_scaffold.component import seam_facts
-from vllm_scaffold.rendering import templates_root
-from vllm_scaffold.scaffold import new_package
+from vllm_scaffold.generate import names
+from vllm_scaffold.generate.component import seam_facts
+from vllm_scaffold.generate.rendering import templates_root
+from vllm_scaffold.generate.scaffold import new_package
 
 CLI = [sys.executable, "-m", "vllm_scaffold"]
 
@@ -96,9 +97,7 @@ def main() -> None:
             continue
         package = seam.example or "bench"
         new = median_seconds(
-            lambda dest, key=seam.key, package=package: new_package(
-                key, package, dest, {}, interactive=False, dry_run=False
-            ),
+            lambda dest, key=seam.key, package=package: new_package(key, package, dest, {}, dry_run=False),
             repeat,
         )
         raw = median_seconds(raw_copier(seam.key, package), repeat)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from vllm_scaffold.catalog import templated_keys
-from vllm_scaffold.scaffold import render_example
+from vllm_scaffold.generate.scaffold import render_example
 
 LOAD_SEAM = "logits-processor"
 

@@ -1,4 +1,4 @@
-"""Writes docs/doctor.md's list of doctor codes from the registry (vllm_scaffold/doctor/codes.toml).
+"""Writes docs/doctor.md's list of doctor codes from the registry (vllm_scaffold/doctor/report/codes.toml).
 
 A maintainer script, not part of the tool: run `python scripts/doctor_docs.py` after editing codes.toml; the
 tests fail while the page and the registry disagree.
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllm_scaffold.doctor import codes
+from vllm_scaffold.doctor.report import codes
 
 DOCS = Path(__file__).parents[1] / "docs" / "doctor.md"
-BEGIN = "<!-- codes: generated from vllm_scaffold/doctor/codes.toml by `python scripts/doctor_docs.py` -->"
+BEGIN = "<!-- codes: generated from vllm_scaffold/doctor/report/codes.toml by `python scripts/doctor_docs.py` -->"
 END = "<!-- end of codes -->"
 
 

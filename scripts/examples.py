@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from vllm_scaffold.catalog import templated_keys
-from vllm_scaffold.scaffold import render_example
+from vllm_scaffold.generate.scaffold import render_example
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "generated_examples"
 

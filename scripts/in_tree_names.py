@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vllm_scaffold import vllm_facts
-from vllm_scaffold.rendering import templates_root
+from vllm_scaffold.generate.rendering import templates_root
 
 DATA_FILE = "in_tree_names.jinja"
 

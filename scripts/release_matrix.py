@@ -18,9 +18,9 @@ from pathlib import Path
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog
-from vllm_scaffold.doctor.findings import Severity
-from vllm_scaffold.doctor.package import PluginPackage
-from vllm_scaffold.doctor.releases import check, with_tests
+from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.releases.check import check, with_tests
+from vllm_scaffold.doctor.report.findings import Severity
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "releases.md"

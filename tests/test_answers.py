@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vllm_scaffold.answers import FALSE, TRUE, check_answers
+from vllm_scaffold.generate.answers import FALSE, TRUE, check_answers
 
 
 @pytest.mark.parametrize("spelling", [*TRUE, *(s.upper() for s in TRUE), "Yes", " on "])

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vllm_scaffold import console
 from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.terminal import console
 
 SEAM_KEYS = [
     "general-plugin", "logits-processor", "endpoint", "stat-logger", "attention-backend", "quantization",
@@ -74,7 +74,7 @@ def test_explain_states_processes_timing_selection_and_pitfalls() -> None:
 
 
 def test_templated_seams_have_a_template_folder_module_and_example() -> None:
-    from vllm_scaffold.rendering import questions, templates_root
+    from vllm_scaffold.generate.rendering import questions, templates_root
 
     for seam in load_catalog().values():
         if seam.has_template:

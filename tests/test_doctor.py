@@ -25,8 +25,12 @@ from test_doctor_reading import ENVIRONMENT_CODES
 
 from scripts.doctor_docs import DOCS, docs_with_codes
 from tests.helpers import once_per_run, run_cli
-from vllm_scaffold.doctor import checks_config, codes, installed, probe_ray, releases
-from vllm_scaffold.doctor.findings import Report
+from vllm_scaffold.doctor.checks import config as checks_config
+from vllm_scaffold.doctor.live import probe_ray
+from vllm_scaffold.doctor.reading import installed
+from vllm_scaffold.doctor.releases import check as releases
+from vllm_scaffold.doctor.report import codes
+from vllm_scaffold.doctor.report.findings import Report
 from vllm_scaffold.doctor.runner import diagnose
 from vllm_scaffold_testing.engine import install_privately
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_cli
-from vllm_scaffold.doctor.context import Context
-from vllm_scaffold.doctor.package import PluginPackage
-from vllm_scaffold.doctor.probe_ray import cluster_note, missing_in_workers, worker_entry_points
+from vllm_scaffold.doctor.live.probe_ray import cluster_note, missing_in_workers, worker_entry_points
+from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.runner import diagnose
 from vllm_scaffold_testing import scale_out
 

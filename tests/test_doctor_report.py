@@ -15,9 +15,10 @@ import pytest
 from rich.console import Console
 
 from tests.helpers import run_cli
-from vllm_scaffold.doctor import context, render
-from vllm_scaffold.doctor.findings import Finding, Report, error, info, warning
-from vllm_scaffold.doctor.installed import InstalledVllm
+from vllm_scaffold.doctor.reading import context
+from vllm_scaffold.doctor.reading.installed import InstalledVllm
+from vllm_scaffold.doctor.report import render
+from vllm_scaffold.doctor.report.findings import Finding, Report, error, info, warning
 from vllm_scaffold.doctor.runner import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"

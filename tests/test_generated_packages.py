@@ -20,7 +20,7 @@ import pytest
 
 from tests import fresh_clone
 from vllm_scaffold.catalog import templated_keys
-from vllm_scaffold.scaffold import render_example
+from vllm_scaffold.generate.scaffold import render_example
 
 
 @pytest.mark.parametrize("key", templated_keys())

@@ -10,7 +10,7 @@ import pytest
 from scripts.examples import EXAMPLES_DIR
 from tests.helpers import snapshot
 from vllm_scaffold.catalog import templated_keys
-from vllm_scaffold.scaffold import render_example
+from vllm_scaffold.generate.scaffold import render_example
 
 REGENERATE = "python scripts/examples.py {key}"
 

@@ -8,8 +8,8 @@ import pytest
 
 from scripts.in_tree_names import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold import vllm_facts
-from vllm_scaffold.doctor import installed
-from vllm_scaffold.rendering import questions, templates_root
+from vllm_scaffold.doctor.reading import installed
+from vllm_scaffold.generate.rendering import questions, templates_root
 from vllm_scaffold.vllm_facts import linear_kernels
 
 

@@ -17,8 +17,8 @@ import yaml
 from tests.helpers import run_cli, snapshot
 from tests.terminal import Terminal, flat
 from vllm_scaffold.catalog import load_catalog
-from vllm_scaffold.rendering import questions
-from vllm_scaffold.seam_picker import SeamPicker
+from vllm_scaffold.generate.rendering import questions
+from vllm_scaffold.terminal.seam_picker import SeamPicker
 
 CATALOG = load_catalog()
 SEAM_QUESTION = "Which seam should the new package plug into?"

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
-from vllm_scaffold import names
-from vllm_scaffold.answers import FALSE, MAX_TEXT_LENGTH, TRUE
 from vllm_scaffold.catalog import templated_keys, templated_seam
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.scaffold import add_to_project, new_package
+from vllm_scaffold.generate import names
+from vllm_scaffold.generate.answers import FALSE, MAX_TEXT_LENGTH, TRUE
+from vllm_scaffold.generate.scaffold import add_to_project, new_package
 
 LOWER = string.ascii_lowercase
 UPPER = string.ascii_uppercase
@@ -117,7 +117,7 @@ def _accepted(name: str) -> bool:
 
 
 def test_every_seam_has_answer_strategies() -> None:
-    from vllm_scaffold.rendering import questions
+    from vllm_scaffold.generate.rendering import questions
 
     for template in ["package", *templated_keys()]:
         asked = {key for key, question in questions(template).items() if question.get("when") is not False}
@@ -137,8 +137,8 @@ def test_generated_packages_lint_compile_install_and_import(plugin, tmp_path_fac
     seam, package, answers, added, component, added_answers = plugin
     root = tmp_path_factory.mktemp("property") / package
     try:
-        new_package(seam, package, root, answers, interactive=False, dry_run=False)
-        add_to_project(added, component, root, added_answers, interactive=False, dry_run=False)
+        new_package(seam, package, root, answers, dry_run=False)
+        add_to_project(added, component, root, added_answers, dry_run=False)
     except ScaffoldError as error:
         # Only a template validator may refuse a drawn answer (a name vLLM already uses): draw another.
         assert "--data" in error.fix or "choose" in error.fix, error

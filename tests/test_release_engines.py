@@ -21,7 +21,7 @@ import pytest
 from tests import release_engines
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import templated_keys
-from vllm_scaffold.scaffold import render_example
+from vllm_scaffold.generate.scaffold import render_example
 
 # What each release runs: the in-engine tests of the default tier, quiet, with the reasons for skips.
 REPRESENTATIVE = ["-m", "engine", "-q", "-rs", "-p", "no:cacheprovider"]

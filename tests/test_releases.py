@@ -17,10 +17,11 @@ import pytest
 
 from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
-from vllm_scaffold.doctor import codes
-from vllm_scaffold.doctor.findings import Severity
-from vllm_scaffold.doctor.package import PluginPackage
-from vllm_scaffold.doctor.releases import SECTION, check, diagnose_releases, with_tests
+from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.releases.check import SECTION, check, with_tests
+from vllm_scaffold.doctor.report import codes
+from vllm_scaffold.doctor.report.findings import Severity
+from vllm_scaffold.doctor.runner import diagnose_releases
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "releases"
@@ -180,9 +181,9 @@ def test_release_matrix_page_is_current() -> None:
     ],
 )
 def test_non_default_answers_are_clean_on_every_release(seam: str, answers: dict[str, str], tmp_path: Path) -> None:
-    from vllm_scaffold.scaffold import new_package
+    from vllm_scaffold.generate.scaffold import new_package
 
-    root = new_package(seam, "variant", tmp_path / "variant", answers, interactive=False, dry_run=False).root
+    root = new_package(seam, "variant", tmp_path / "variant", answers, dry_run=False).root
     package = with_tests(PluginPackage.load(root))
     for version in vllm_facts.checked_versions():
         findings = check(package, vllm_facts.shipped(version), _all_releases())

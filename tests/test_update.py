@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from tests.helpers import run_cli, snapshot
-from vllm_scaffold import __version__, merge, rendering
-from vllm_scaffold.scaffold import new_package
-from vllm_scaffold.snapshot import BASE_DIR
-from vllm_scaffold.update import plan_update
+from vllm_scaffold import __version__
+from vllm_scaffold.generate import merge, rendering
+from vllm_scaffold.generate.scaffold import new_package
+from vllm_scaffold.generate.snapshot import BASE_DIR
+from vllm_scaffold.generate.update import plan_update
 
 PACKAGE = "my_plugin"
 DOC = "docs/hooks.md"
@@ -51,7 +52,7 @@ def generate(dest: Path, templates: Path | None = None) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         if templates is not None:
             patch.setattr(rendering, "templates_root", lambda: templates)
-        new_package("general-plugin", PACKAGE, dest, {}, interactive=False, dry_run=False)
+        new_package("general-plugin", PACKAGE, dest, {}, dry_run=False)
     return dest
 
 

@@ -11,7 +11,7 @@ from seam_helpers import add_into, added, assert_lint_clean, assert_registered, 
 
 from tests.helpers import run_cli
 from vllm_scaffold.catalog import get_seam
-from vllm_scaffold.rendering import questions
+from vllm_scaffold.generate.rendering import questions
 
 OPS = get_seam("custom-op").ops
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from vllm_scaffold.cli import add, doctor, explain, listing, new, update
-from vllm_scaffold.cli._options import on_terminal
+from vllm_scaffold.cli.options import on_terminal
 
 app = typer.Typer(
     name="vllm-scaffold",

@@ -64,13 +64,13 @@ def command(
     ] = None,
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
-    from vllm_scaffold.cli._options import reporting
+    from vllm_scaffold.cli.options import reporting
     from vllm_scaffold.errors import ScaffoldError
 
     options: dict[str, str | None] = {} if plugins is None else {"vllm_plugins": plugins}
     with reporting():
         if executor is not None:
-            from vllm_scaffold.doctor.probe_ray import EXECUTORS
+            from vllm_scaffold.doctor.live.probe_ray import EXECUTORS
 
             if executor not in EXECUTORS:
                 raise ScaffoldError(f"unknown --executor '{executor}'", "use --executor ray")
@@ -86,10 +86,10 @@ def command(
             raise ScaffoldError(f"unknown --format '{output}'", "use --format table, json or github")
         if installed and target != ".":
             raise ScaffoldError(f"--installed checks the whole environment, not '{target}'", "drop one of them")
-        from vllm_scaffold.doctor import render
+        from vllm_scaffold.doctor.report import render
 
         if releases:
-            from vllm_scaffold.doctor.releases import diagnose_releases
+            from vllm_scaffold.doctor.runner import diagnose_releases
 
             if installed:
                 raise ScaffoldError(

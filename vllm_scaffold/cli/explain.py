@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli._options import reporting
+from vllm_scaffold.cli.options import reporting
 
 
 def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold list').")]) -> None:
     """Explain a seam: which processes load it and when, how it is selected, what breaks silently."""
     with reporting():
-        from vllm_scaffold import console
         from vllm_scaffold.catalog import docs_page, get_seam
+        from vllm_scaffold.terminal import console
 
         entry = get_seam(seam)
         page = docs_page(entry.key)

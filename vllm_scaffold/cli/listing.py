@@ -21,7 +21,7 @@ def command(
 
         typer.echo(json.dumps([seam.as_json() for seam in seams], indent=2))
         return
-    from vllm_scaffold import console
+    from vllm_scaffold.terminal import console
 
     rows = [
         (
@@ -56,7 +56,7 @@ def _narrowest_table(rows: list[tuple[str, ...]]) -> int:
 def _print_table(title: str, rows: list[tuple[str, ...]]) -> None:
     from rich.table import Table
 
-    from vllm_scaffold import console
+    from vllm_scaffold.terminal import console
 
     table = Table(title=title, show_lines=True)
     for header in HEADERS:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli._options import Data, Defaults, DryRun, asked, scaffold
+from vllm_scaffold.cli.options import Data, Defaults, DryRun, asked, scaffold
 
 
 def command(

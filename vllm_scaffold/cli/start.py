@@ -16,9 +16,9 @@ def guided_start(app: typer.Typer) -> None:
         typer.echo(command.get_help(context))
     typer.echo()
 
-    from vllm_scaffold import console
     from vllm_scaffold.errors import Interrupted
-    from vllm_scaffold.prompts import choose
+    from vllm_scaffold.terminal import console
+    from vllm_scaffold.terminal.prompts import choose
 
     choices = [("new", "Create a new plugin package (vllm-scaffold new)")]
     if Path("pyproject.toml").is_file():

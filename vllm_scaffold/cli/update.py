@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli._options import DryRun, reporting
+from vllm_scaffold.cli.options import DryRun, reporting
 
 
 def command(
@@ -20,8 +20,8 @@ def command(
     conflict markers, is listed, and the exit code is 1.
     """
     with reporting():
-        from vllm_scaffold import console
-        from vllm_scaffold.update import plan_update
+        from vllm_scaffold.generate.update import plan_update
+        from vllm_scaffold.terminal import console
 
         plan = plan_update(project)
         console.lines(plan.lines or ["up to date: the package matches the installed templates"])

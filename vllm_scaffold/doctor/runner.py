@@ -11,20 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vllm_scaffold.doctor import (
-    checks_code,
-    checks_config,
-    checks_environment,
-    checks_manifest,
-    checks_metadata,
-    checks_project,
-    probe_ray,
-    suppress,
-)
-from vllm_scaffold.doctor.context import Context
-from vllm_scaffold.doctor.findings import Finding, Report
-from vllm_scaffold.doctor.installed import InstalledVllm, installed_vllm
-from vllm_scaffold.doctor.package import PluginPackage, collector_paused
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.checks import code as checks_code
+from vllm_scaffold.doctor.checks import config as checks_config
+from vllm_scaffold.doctor.checks import environment as checks_environment
+from vllm_scaffold.doctor.checks import manifest as checks_manifest
+from vllm_scaffold.doctor.checks import metadata as checks_metadata
+from vllm_scaffold.doctor.checks import project as checks_project
+from vllm_scaffold.doctor.live import probe_ray
+from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
+from vllm_scaffold.doctor.reading.package import PluginPackage, collector_paused
+from vllm_scaffold.doctor.releases import check as release_check
+from vllm_scaffold.doctor.report import suppress
+from vllm_scaffold.doctor.report.findings import Finding, Report
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project.distribution import (
     is_archive,
@@ -33,6 +33,7 @@ from vllm_scaffold.project.distribution import (
     read_installed,
     vllm_plugin_distributions,
 )
+from vllm_scaffold.vllm_facts import ReleaseIndex
 
 StaticCheck = Callable[[Context], list[Finding]]
 
@@ -79,6 +80,29 @@ def diagnose(target: Path | str, *, environ: Mapping[str, str] | None = None, **
     return report
 
 
+def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
+    """`doctor --vllm`: one report per release in `specs` (versions, wheels or source directories), in that
+    order, for the plugin `target` (a directory, a wheel or sdist, or an installed distribution's name)."""
+    with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
+        package = open_package(target, Path(scratch), search_path(os.environ))
+        loaded: list[tuple[ReleaseIndex, float]] = []
+        for spec in specs:
+            started = time.perf_counter()
+            loaded.append((vllm_facts.release(spec), time.perf_counter() - started))
+        indexes = [index for index, _seconds in loaded]
+        others = indexes + [vllm_facts.shipped(v) for v in vllm_facts.shipped_versions()]
+        reports = []
+        for index, seconds in loaded:
+            started = time.perf_counter()
+            report = Report(package.dist_name, f"{index.distribution} {index.version}", read=what_was_read(package))
+            report.live = "off: checked against the release's source index"
+            report.add(release_check.check(package, index, others))
+            report.findings = suppress.apply(package, report.findings)
+            report.timings = {"index": seconds, "static": time.perf_counter() - started}
+            reports.append(report)
+        return reports
+
+
 def search_path(environ: Mapping[str, str]) -> list[str]:
     """Where the processes of `environ` find distributions: its PYTHONPATH first, then this sys.path."""
     extra = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -118,7 +142,7 @@ def diagnose_package(
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
     ctx = Context.build(package, plugins, environ)  # type: ignore[arg-type]
-    report = Report(package=package.dist_name, vllm=_vllm_label(ctx.vllm), read=_what_was_read(package))
+    report = Report(package=package.dist_name, vllm=_vllm_label(ctx.vllm), read=what_was_read(package))
     report.add(_syntax_errors(package))
     if not ctx.vllm.present:
         report.add([_vllm_not_installed()])
@@ -138,7 +162,7 @@ def diagnose_package(
     elif not package.installable:
         report.live = "skipped: the probe installs a source directory or a wheel"
     else:
-        from vllm_scaffold.doctor.probe import ProbeFailed, live_findings
+        from vllm_scaffold.doctor.live.probe import ProbeFailed, live_findings
 
         probe_started = time.perf_counter()
         try:
@@ -158,7 +182,7 @@ def diagnose_package(
 
 def _ray_probe(report: Report, ctx: Context) -> str:
     """Runs the Ray probe into `report`; what it did, for the report's live-probe line."""
-    from vllm_scaffold.doctor.probe import ProbeFailed
+    from vllm_scaffold.doctor.live.probe import ProbeFailed
 
     try:
         findings, cluster = probe_ray.ray_findings(ctx)
@@ -169,7 +193,7 @@ def _ray_probe(report: Report, ctx: Context) -> str:
 
 
 def _vllm_not_installed() -> Finding:
-    from vllm_scaffold.doctor.findings import info
+    from vllm_scaffold.doctor.report.findings import info
 
     return info(
         "vllm-not-installed",
@@ -236,7 +260,7 @@ def _vllm_label(vllm: InstalledVllm) -> str:
     return f"{vllm.distribution} {vllm.version}" if vllm.present else "no vLLM (not installed)"
 
 
-def _what_was_read(package: PluginPackage) -> dict[str, object]:
+def what_was_read(package: PluginPackage) -> dict[str, object]:
     project = package.project
     return {
         "modules": len(package.modules),
@@ -252,7 +276,7 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _syntax_errors(package: PluginPackage) -> list[Finding]:
-    from vllm_scaffold.doctor.findings import error
+    from vllm_scaffold.doctor.report.findings import error
 
     return [
         error(

@@ -1,0 +1,684 @@
+"""Static checks on the package's source (AST only, never imported): where and how it registers with vLLM."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from vllm_scaffold.doctor.reading import installed as vllm_facts
+from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.reading.guards import GuardKind, guards
+from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module, PluginPackage
+from vllm_scaffold.doctor.reading.reach import reached_functions
+from vllm_scaffold.doctor.reading.source import (
+    Call,
+    aliases,
+    all_calls,
+    calls,
+    classes,
+    function,
+    qualified,
+    reached_modules,
+    resolve_relative,
+)
+from vllm_scaffold.doctor.report.findings import Finding, error, info, warning
+from vllm_scaffold.vllm_facts.linear_kernels import KINDS
+
+
+def registration_timing(ctx: Context) -> list[Finding]:
+    """register_* at import of a module no general plugin reaches only holds in the process that imported it."""
+    general = [ep.module for ep in ctx.package.entry_points_in(vllm_facts.GENERAL)]
+    reached = reached_modules(ctx.package, general)
+    findings = []
+    for module in ctx.package.parsed():
+        if module.name in reached:
+            continue
+        for call in calls(module, at_import=True):
+            findings.append(
+                error(
+                    "registration-outside-general-plugin",
+                    call.where,
+                    f"{call.api}() runs when {module.name} is imported, and no vllm.general_plugins entry point "
+                    "imports it: the registration holds only in the process that imported it (the engine core "
+                    "and workers never see it)",
+                    "make the registration reachable from a function under [project.entry-points."
+                    '"vllm.general_plugins"] (import the module there), which vLLM runs in every process',
+                )
+            )
+    return findings
+
+
+def _enum_member(expr: ast.expr | None, table: dict[str, str]) -> tuple[str, str] | None:
+    if isinstance(expr, ast.Attribute):
+        owner = qualified(expr.value, table)
+        if owner and owner.split(".")[-1] in {"AttentionBackendEnum", "MambaAttentionBackendEnum"}:
+            return owner.split(".")[-1], expr.attr
+    return None
+
+
+def attention(ctx: Context) -> list[Finding]:
+    findings = []
+    for call in all_calls(ctx.package, frozenset({"register_backend"})):
+        name = call.constant(0, "backend")
+        if name is not None and name != name.upper():
+            findings.append(
+                error(
+                    "attention-lowercase-name",
+                    call.where,
+                    f"backend name '{name}' is not upper-case; vLLM upper-cases --attention-backend before the "
+                    "lookup, so it can never be selected",
+                    f"register it as '{name.upper()}'",
+                )
+            )
+        member = _enum_member(call.argument(0, "backend"), aliases(call.module))
+        if member and member[1] != "CUSTOM" and member[1] in vllm_facts.in_tree_attention_members():
+            findings.append(
+                warning(
+                    "attention-overrides-in-tree",
+                    call.where,
+                    f"overrides the in-tree backend {member[0]}.{member[1]}: every model that selects "
+                    f"{member[1]} (automatic selection included) gets this backend",
+                    "register as CUSTOM (selected only by --attention-backend CUSTOM) unless replacing "
+                    f"{member[1]} everywhere is the intent (on CPU it is the only way in)",
+                )
+            )
+    # the plugin's own model runner may call it: then it is not dead code
+    called = _calls_method(ctx, "get_kv_cache_shape")
+    for module, node, _bases in classes(ctx.package):
+        for stmt in node.body if not called else ():
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "get_kv_cache_shape":
+                findings.append(
+                    warning(
+                        "attention-kv-cache-shape",
+                        module.where(stmt),
+                        f"{node.name}.get_kv_cache_shape is never called by vLLM 0.32: the KV cache layout is "
+                        "negotiated through KVCacheLayout",
+                        "delete it; declare supported_kv_cache_layouts() and get_supported_kernel_block_sizes()",
+                    )
+                )
+    return findings
+
+
+def custom_backend_claims(package: PluginPackage) -> list[tuple[Call, str]]:
+    """Each `register_backend(AttentionBackendEnum.CUSTOM, class_path)` in the package, with its class path
+    as written: the calls that take vLLM's single CUSTOM attention slot."""
+    claims: list[tuple[Call, str]] = []
+    for call in all_calls(package, frozenset({"register_backend"})):
+        member = _enum_member(call.argument(0, "backend"), aliases(call.module))
+        if member == ("AttentionBackendEnum", "CUSTOM"):
+            target = call.argument(1, "class_path")
+            claims.append((call, ast.unparse(target) if target is not None else call.where))
+    return claims
+
+
+# The calls that fill a single vLLM slot, by (seam, slot) as the catalog's `single_slot` names them: `add`
+# reads them to refuse a second component on a slot that hand-written code already fills.
+SLOT_CLAIMS = {("attention-backend", "CUSTOM"): custom_backend_claims}
+
+
+def attention_custom_claims(ctx: Context) -> list[Finding]:
+    """Two backends of one package on AttentionBackendEnum.CUSTOM: the later registration replaces the other."""
+    claims = custom_backend_claims(ctx.package)
+    distinct = list(dict.fromkeys(target for _call, target in claims))
+    if len(distinct) < 2:
+        return []
+    first_call, first = claims[0]
+    return [
+        error(
+            "attention-custom-twice",
+            call.where,
+            f"{target} and {first} (at {first_call.where}) both register as AttentionBackendEnum.CUSTOM; there is "
+            "one CUSTOM slot, so whichever registers last replaces the other in every process",
+            'register one backend as CUSTOM and the other under a dynamic upper-case name (register_backend("FX_'
+            'OTHER", class_path=...)), selected with --attention-backend FX_OTHER',
+        )
+        for call, target in claims
+        if target != first
+    ]
+
+
+_MAX_READERS = {"max", "amax", "argmax", "topk", "sort", "argsort", "max_"}
+
+
+def logits_argmax_masks(ctx: Context) -> list[Finding]:
+    """`is_argmax_invariant()` returning True tells vLLM to skip the processor for greedy requests; an apply()
+    that writes into the logits without keeping the top one (as min-p does) is then silently ignored for them."""
+    findings = []
+    for module, node, _bases in classes(ctx.package):
+        methods = {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        claim, apply = methods.get("is_argmax_invariant"), methods.get("apply")
+        if claim is None or apply is None or not _always_returns_true(claim):
+            continue
+        change = _writes_logits(apply)
+        if change is None or _reads_maximum(apply):
+            continue
+        findings.append(
+            warning(
+                "logits-argmax-masks",
+                module.where(claim),
+                f"{node.name}.is_argmax_invariant() returns True, but apply() changes the logits "
+                f"({module.where(change)}: {ast.unparse(change).splitlines()[0][:60]}) without keeping the highest "
+                "one: vLLM skips argmax-invariant processors for greedy requests, so they silently ignore it",
+                "return False from is_argmax_invariant() (or keep the top logit, as min-p does)",
+            )
+        )
+    return findings
+
+
+def _always_returns_true(method: ast.AST) -> bool:
+    returns = [n for n in ast.walk(method) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Constant) and r.value.value is True for r in returns)
+
+
+def _writes_logits(apply: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST | None:
+    """The first statement or call of apply() that changes its logits argument, if any."""
+    params = [a.arg for a in apply.args.args]
+    logits = params[1] if len(params) > 1 and params[0] == "self" else (params[0] if params else None)
+    if logits is None:
+        return None
+
+    def on_logits(expr: ast.expr) -> bool:
+        while isinstance(expr, (ast.Subscript, ast.Attribute)):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id == logits
+
+    for node in ast.walk(apply):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and on_logits(t) for t in targets):
+                return node
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and on_logits(node.func.value):
+            method = node.func.attr
+            if method.endswith("_") and not method.startswith("_") or method in {"masked_fill", "index_fill"}:
+                return node
+    return None
+
+
+def _reads_maximum(apply: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in _MAX_READERS)
+            or (isinstance(node.func, ast.Name) and node.func.id in _MAX_READERS)
+        )
+        for node in ast.walk(apply)
+    )
+
+
+def _calls_method(ctx: Context, name: str) -> bool:
+    """Whether the package itself calls a method or function called `name` anywhere."""
+    return any(
+        isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+            or (isinstance(node.func, ast.Name) and node.func.id == name)
+        )
+        for module in ctx.package.parsed()
+        for node in module.of_type(ast.Call)
+    )
+
+
+def linear_kernel_kinds(ctx: Context) -> list[Finding]:
+    calls = all_calls(ctx.package, frozenset({"register_linear_kernel"}))
+    unknown = [(call, kind) for call in calls if (kind := call.constant(2, "kernel_type")) not in (None, *KINDS)]
+    fix = f"use one of {', '.join(KINDS)}"
+    what = "is not one register_linear_kernel accepts: it raises ValueError in every process"
+    return [error("linear-kernel-bad-kind", call.where, f"kernel_type '{kind}' {what}", fix) for call, kind in unknown]
+
+
+def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
+    """(call, the in-tree class name the replacement is keyed by, None when it cannot be told statically)."""
+    targets = []
+    for call in all_calls(ctx.package, frozenset({"register_oot"})):
+        if "name" in call.keywords:
+            name = call.constant(None, "name")
+        else:
+            name = call.receiver.split(".")[-1] if call.receiver else None
+        targets.append((call, name))
+    return targets
+
+
+def custom_ops(ctx: Context) -> list[Finding]:
+    targets = _oot_targets(ctx)
+    if not targets or not ctx.vllm.present:
+        return []
+    in_tree = vllm_facts.in_tree_custom_ops()
+    findings = []
+    replaced: dict[str, str] = {}
+    for call, name in targets:
+        if name is None:
+            continue
+        if name in {"CustomOp", "PluggableLayer"} or name not in in_tree:
+            findings.append(
+                error(
+                    "custom-op-unknown-target",
+                    call.where,
+                    f"register_oot keys the replacement by '{name}', which is no in-tree CustomOp/PluggableLayer "
+                    "class name: nothing vLLM builds is ever replaced",
+                    "decorate with @InTreeClass.register_oot (e.g. @RMSNorm.register_oot) or pass name= the "
+                    "in-tree class name",
+                )
+            )
+        elif in_tree[name]:
+            replaced[in_tree[name]] = name
+    for module in ctx.package.parsed():
+        for node in module.of_type(ast.Constant):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                match = re.fullmatch(r"([+-])(\w+)", node.value)
+                if match and match[2] in replaced:
+                    findings.append(
+                        warning(
+                            "custom-ops-registry-name",
+                            module.where(node),
+                            f"custom_ops entry '{node.value}' uses the registry name; the replacement registered "
+                            f"with register_oot is enabled by its class name, so this entry has no effect on it",
+                            f"write '{match[1]}{replaced[match[2]]}'",
+                        )
+                    )
+    return findings
+
+
+def _registered_names_in(ctx: Context, function: str, argument: str, in_tree: frozenset[str]) -> list[tuple[Call, str]]:
+    """(call, name) for each `function(...)` call whose first (or `argument`) constant names an in-tree entry."""
+    return [
+        (call, name)
+        for call in all_calls(ctx.package, frozenset({function}))
+        if (name := call.constant(0, argument)) is not None and name in in_tree
+    ]
+
+
+# Registrations that silently replace one of vLLM's own entries: the registering function, the argument
+# that names the entry (or the first), vLLM's names, the doctor code, what happens, and the fix.
+_SHADOWING = (
+    (
+        "register_quantization_config",
+        "quantization",
+        vllm_facts.in_tree_quantization_methods,
+        "quant-shadows-in-tree",
+        "'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
+        "checkpoint tagged with it",
+        "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
+    ),
+    (
+        "register_model",
+        "model_arch",
+        vllm_facts.in_tree_model_architectures,
+        "model-shadows-in-tree",
+        "architecture '{name}' is in-tree: the plugin silently replaces vLLM's implementation for every "
+        "checkpoint that names it",
+        "register a new architecture name and set it in the checkpoint's config.json (or --hf-overrides)",
+    ),
+)
+
+
+def in_tree_names_shadowed(ctx: Context) -> list[Finding]:
+    if not ctx.vllm.present:
+        return []
+    return [
+        warning(code, call.where, what.format(name=name), fix)
+        for registering, argument, in_tree, code, what, fix in _SHADOWING
+        for call, name in _registered_names_in(ctx, registering, argument, in_tree())
+    ]
+
+
+def _popped_registry_names(ctx: Context) -> set[str]:
+    """Names the package removes from a registry (`X._registry.pop("Name")`, `del X._registry["Name"]`), which
+    makes registering the same name again legitimate."""
+    names: set[str] = set()
+    for module in ctx.package.parsed():
+        for node in module.of_type(ast.Call, ast.Delete):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "pop"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr.endswith("registry")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names.add(str(node.args[0].value))
+            elif isinstance(node, ast.Delete):
+                names.update(
+                    str(t.slice.value)
+                    for t in node.targets
+                    if isinstance(t, ast.Subscript)
+                    and isinstance(t.slice, ast.Constant)
+                    and isinstance(t.value, ast.Attribute)
+                    and t.value.attr.endswith("registry")
+                )
+    return names
+
+
+def kv_connector_names(ctx: Context) -> list[Finding]:
+    if not ctx.vllm.present:
+        return []
+    in_tree = vllm_facts.in_tree_kv_connectors() - _popped_registry_names(ctx)
+    findings = []
+    for call, name in _registered_names_in(ctx, "register_connector", "name", in_tree):
+        caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
+        outcome = (
+            "register_connector raises ValueError, which the plugin catches: vLLM's own connector keeps the name "
+            "and this one is never registered"
+            if caught
+            else "register_connector raises ValueError in every process"
+        )
+        findings.append(
+            error(
+                "kv-connector-name-taken",
+                call.where,
+                f"'{name}' is already registered in-tree: {outcome}",
+                "register under a new name, or select the class with kv_connector_module_path instead",
+            )
+        )
+    return findings
+
+
+_VALUE_ERRORS = frozenset({"ValueError", "Exception", "BaseException"})
+
+
+def _assigns_attribute(node: ast.ClassDef, attribute: str) -> bool:
+    for child in ast.walk(node):
+        targets = child.targets if isinstance(child, ast.Assign) else [getattr(child, "target", None)]
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == attribute:
+                return True
+            if isinstance(target, ast.Name) and target.id == attribute and child in node.body:
+                return True
+    return False
+
+
+def _turns_async_scheduling_off(ctx: Context) -> bool:
+    """Whether the package sets `...async_scheduling = False` (a platform's check_and_update_config does)."""
+    for module in ctx.package.parsed():
+        for node in module.of_type(ast.Assign):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is False
+                and any(isinstance(t, ast.Attribute) and t.attr == "async_scheduling" for t in node.targets)
+            ):
+                return True
+    return False
+
+
+ASYNC_SCHEDULER = "vllm.v1.core.sched.async_scheduler.AsyncScheduler"
+
+
+def schedulers(ctx: Context) -> list[Finding]:
+    found = list(classes(ctx.package))
+    # A class combined with AsyncScheduler elsewhere (class XAsync(X, AsyncScheduler)) has an async variant.
+    with_async_variant = {b.split(".")[-1] for _m, _n, bases in found if ASYNC_SCHEDULER in bases for b in bases}
+    findings = []
+    async_off = _turns_async_scheduling_off(ctx)
+    for module, node, bases in found:
+        if "vllm.v1.core.sched.scheduler.Scheduler" in bases and node.name not in with_async_variant and not async_off:
+            findings.append(
+                warning(
+                    "scheduler-not-async",
+                    module.where(node),
+                    f"{node.name} subclasses Scheduler; vLLM turns async scheduling on by default for generative "
+                    "models, and with scheduler_cls set it still sizes the batch queue for it",
+                    f"subclass {ASYNC_SCHEDULER} (or add class {node.name}Async({node.name}, AsyncScheduler) and "
+                    "pick it when scheduler_config.async_scheduling is on), or run with --no-async-scheduling",
+                )
+            )
+        if "vllm.v1.core.sched.interface.SchedulerInterface" in bases:
+            missing = [a for a in ("connector", "ec_connector") if not _assigns_attribute(node, a)]
+            if missing:
+                findings.append(
+                    error(
+                        "scheduler-missing-connector",
+                        module.where(node),
+                        f"{node.name} implements SchedulerInterface but never sets {' and '.join(missing)}: "
+                        "EngineCore reads scheduler.connector and scheduler.ec_connector and fails with "
+                        "AttributeError",
+                        "set self.connector = None and self.ec_connector = None in __init__ (or real connectors)",
+                    )
+                )
+    return findings
+
+
+_SIDE_EFFECT_CALLS = {
+    "os.putenv",
+    "os.environ.update",
+    "os.environ.setdefault",
+    "os.environ.pop",
+    "os.environ.clear",
+    "torch.cuda.init",
+    "torch.cuda.set_device",
+    "logging.basicConfig",
+    "print",
+    "subprocess.run",
+    "subprocess.check_call",
+    "subprocess.check_output",
+    "subprocess.Popen",
+    "os.system",
+}
+_ENVIRON_CALLS = {name for name in _SIDE_EFFECT_CALLS if name.startswith(("os.environ", "os.putenv"))}
+
+
+def _patched(name: str | None) -> bool:
+    return bool(name) and name.split(".")[0] in {"torch", "vllm"} and "." in name  # type: ignore[union-attr]
+
+
+def _side_effects(module: Module, node: ast.AST, *, all_kinds: bool) -> list[str]:
+    """What running `node` changes outside itself: os.environ writes and torch/vLLM attributes replaced
+    (monkeypatching); with `all_kinds` also global rebinding, printing, processes, files written, CUDA."""
+    table = aliases(module)
+    effects = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Global) and all_kinds:
+            effects.append(f"rebinds global {', '.join(child.names)}")
+        elif isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
+                if isinstance(target, ast.Subscript) and qualified(target.value, table) == "os.environ":
+                    effects.append("writes os.environ")
+                elif isinstance(target, ast.Attribute) and _patched(name := qualified(target, table)):
+                    effects.append(f"replaces {name}")
+        elif isinstance(child, ast.Call):
+            name = qualified(child.func, table)
+            if name in (_SIDE_EFFECT_CALLS if all_kinds else _ENVIRON_CALLS):
+                effects.append(f"calls {name}()")
+            elif name == "setattr" and len(child.args) >= 2 and _patched(owner := qualified(child.args[0], table)):
+                attribute = child.args[1].value if isinstance(child.args[1], ast.Constant) else "..."
+                effects.append(f"replaces {owner}.{attribute}")
+            elif (
+                all_kinds
+                and name == "open"
+                and any(
+                    isinstance(a, ast.Constant) and isinstance(a.value, str) and set(a.value) & set("wax+")
+                    for a in [*child.args[1:2], *(k.value for k in child.keywords if k.arg == "mode")]
+                )
+            ):
+                effects.append("opens a file for writing")
+    return effects
+
+
+def _effects_through_calls(ctx: Context, module: Module, start: ast.AST, *, all_kinds: bool) -> list[str]:
+    """The side effects of `start` and of every package function it reaches, each saying through which call."""
+    found = []
+    for reached in reached_functions(ctx.package, module, start):  # type: ignore[arg-type]
+        through = "" if len(reached.via) == 1 else f" (through {' -> '.join(reached.via[1:])}() at {reached.where})"
+        found += [f"{effect}{through}" for effect in _side_effects(reached.module, reached.node, all_kinds=all_kinds)]
+    return list(dict.fromkeys(found))
+
+
+def _entry_point_functions(ctx: Context, group: str) -> Iterator[tuple[DeclaredEntryPoint, Module, ast.AST]]:
+    for ep in ctx.package.entry_points_in(group):
+        module = ctx.package.modules.get(ep.module)
+        node = function(module, ep.attr or "") if module else None
+        if module is not None and node is not None:
+            yield ep, module, node
+
+
+def _side_effect_warnings(
+    ctx: Context, group: str, code: str, *, all_kinds: bool, consequence: str, fix: str
+) -> Iterator[tuple[DeclaredEntryPoint, Module, ast.AST, Finding | None]]:
+    """Each function an entry point of `group` names, with a `code` warning when it has side effects:
+    "<what> <attr>() <effects>: <consequence>"."""
+    what = "platform detector" if group == vllm_facts.PLATFORM else "general plugin"
+    for ep, module, node in _entry_point_functions(ctx, group):
+        effects = _effects_through_calls(ctx, module, node, all_kinds=all_kinds)
+        message = f"{what} {ep.attr}() {'; '.join(sorted(effects))}: {consequence}"
+        yield ep, module, node, warning(code, module.where(node), message, fix) if effects else None
+
+
+def platform_detectors(ctx: Context) -> list[Finding]:
+    """vLLM calls each detector once during detection and again for the winner, in every process."""
+    findings = []
+    for ep, module, detector, side_effects in _side_effect_warnings(
+        ctx,
+        vllm_facts.PLATFORM,
+        "platform-detector-side-effects",
+        all_kinds=True,
+        consequence="vLLM calls it at least twice in every process, even when another platform wins",
+        fix="only probe and return the Platform's dotted path or None; move setup into the Platform class "
+        "(check_and_update_config, pre_register_and_update)",
+    ):
+        findings += [side_effects] if side_effects else []
+        if not _can_return_none(detector):
+            findings.append(
+                error(
+                    "platform-detector-always-claims",
+                    module.where(detector),
+                    f"platform detector {ep.attr}() never returns None, so it claims the platform on every "
+                    "machine: on a GPU host it replaces CUDA, and next to another out-of-tree platform vLLM "
+                    "raises because two platforms are active",
+                    "return the Platform's dotted path only when the device is present (a device file, a driver "
+                    "library, an environment variable), and None otherwise",
+                )
+            )
+    return findings
+
+
+def _can_return_none(node: ast.AST) -> bool:
+    """Whether the function can return None: `return`, `return None`, a value that may be None, or falling off
+    its end. Only a function whose every exit returns a non-None literal or name-free expression claims always."""
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    for ret in returns:
+        value = ret.value
+        if value is None or not isinstance(value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+            return True  # a bare return, a variable, a call or a conditional may be None
+        if isinstance(value, ast.Constant) and value.value is None:
+            return True
+    return _falls_through(node.body)  # type: ignore[attr-defined]
+
+
+def _falls_through(body: list[ast.stmt]) -> bool:
+    if not body:
+        return True
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return False
+    if isinstance(last, ast.If):
+        return _falls_through(last.body) or _falls_through(last.orelse)
+    if isinstance(last, (ast.Try, ast.TryStar)):
+        return _falls_through(last.body + last.orelse) or any(_falls_through(h.body) for h in last.handlers)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _falls_through(last.body)
+    return True
+
+
+def general_plugin_side_effects(ctx: Context) -> list[Finding]:
+    """register() runs in every vLLM process: environment writes and monkeypatches there apply everywhere."""
+    found = _side_effect_warnings(
+        ctx,
+        vllm_facts.GENERAL,
+        "general-plugin-side-effects",
+        all_kinds=False,
+        consequence="it runs in every vLLM process (front end, engine core, workers), so the change applies to "
+        "every model, and a patched vLLM or torch attribute breaks silently when that attribute is renamed",
+        fix="use vLLM's registration APIs; set environment in the launcher or the Platform class; if the patch "
+        "is intended, mark it with # doctor: ignore[general-plugin-side-effects]",
+    )
+    return [finding for *_, finding in found if finding is not None]
+
+
+def io_processor_names(ctx: Context) -> list[Finding]:
+    """--io-processor-plugin NAME must be the entry-point name; the manifest and code should say the same."""
+    names = {ep.name for ep in ctx.package.entry_points_in(vllm_facts.IO_PROCESSOR)}
+    if not names:
+        return []
+    findings = []
+    pattern = re.compile(r"(?:--io-processor-plugin[ =]|io_processor_plugin\s*=\s*)['\"]?([\w.-]+)")
+    for component in ctx.package.manifest.get("components", []):
+        for line in component.get("enable", []) if isinstance(component, dict) else []:
+            for used in pattern.findall(str(line)):
+                if used not in names:
+                    findings.append(_io_mismatch("pyproject.toml [tool.vllm-scaffold] enable", used, names))
+    for module in ctx.package.parsed():
+        for node in module.of_type(ast.keyword):
+            if isinstance(node, ast.keyword) and node.arg == "io_processor_plugin":
+                if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                    if node.value.value not in names:
+                        findings.append(_io_mismatch(module.where(node.value), node.value.value, names))
+    return findings
+
+
+def _io_mismatch(where: str, used: str, names: set[str]) -> Finding:
+    return error(
+        "io-processor-name-mismatch",
+        where,
+        f"IO processor '{used}' is requested, but the package's vllm.io_processor_plugins entry point is named "
+        f"{', '.join(sorted(names))}: vLLM looks the name up among entry-point names and raises ValueError",
+        f"use the entry-point name ({', '.join(sorted(names))}), or rename the entry point",
+    )
+
+
+def vllm_imports(ctx: Context) -> list[Finding]:
+    """Every vllm.* import must exist in the installed vLLM: the first thing that breaks on an upgrade.
+
+    Imports under `if TYPE_CHECKING:` never run; a guarded one (try/except ImportError, a version condition) is
+    planned for, so it is reported as what silently switches off on this vLLM."""
+    if not ctx.vllm.present:
+        return []
+    findings = []
+    for module in ctx.package.parsed():
+        for node in module.of_type(ast.Import, ast.ImportFrom):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, None) for alias in node.names]
+            elif not node.level:  # type: ignore[attr-defined]
+                targets = [(resolve_relative(module, node), alias.name) for alias in node.names]  # type: ignore[arg-type, attr-defined]
+            else:
+                continue
+            absent_names = [m for source, name in targets if (m := _missing_vllm_name(source, name)) is not None]
+            guard = guards(module).get(id(node)) if absent_names else None
+            if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
+                continue
+            for missing in absent_names:
+                absent = f"{missing} does not exist in the installed vLLM {ctx.vllm.version}"
+                if guard is None:
+                    findings.append(
+                        error(
+                            "vllm-import-missing",
+                            module.where(node),
+                            absent,
+                            "import it from where this vLLM defines it (search site-packages/vllm), or guard the "
+                            "import for the versions that have it",
+                        )
+                    )
+                else:
+                    findings.append(
+                        info(
+                            "vllm-import-guarded",
+                            module.where(node),
+                            f"{absent}; the import is guarded ({guard.kind}), so on this vLLM "
+                            f"{guard.consequence(module)}",
+                            "nothing to do if that is intended here; otherwise import it from where this vLLM "
+                            "defines it",
+                        )
+                    )
+    return findings
+
+
+def _missing_vllm_name(source: str, name: str | None) -> str | None:
+    """What of `from source import name` (or `import source`) the installed vLLM lacks, or None."""
+    if not (source == "vllm" or source.startswith("vllm.")):
+        return None
+    if not vllm_facts.vllm_module_exists(source):
+        return f"module {source}"
+    if name is None or name == "*" or vllm_facts.vllm_module_exists(f"{source}.{name}"):
+        return None
+    known = vllm_facts.vllm_module_names(source)
+    return None if known is None or name in known else f"{source}.{name}"

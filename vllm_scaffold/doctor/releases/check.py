@@ -1,0 +1,701 @@
+"""`doctor --vllm VERSION`: a plugin's use of vLLM checked against a release that is not installed.
+
+The plugin's source is read as ASTs and every use of vLLM is looked up in the release's index
+(`vllm_scaffold.vllm_facts`): imports at any depth (those under `if TYPE_CHECKING:` never run and are
+skipped; those in `try/except ImportError` or under a version or `hasattr` test are reported as info, since
+the plugin handles them but a feature silently switches off), attributes read from imported vLLM names,
+classes derived from vLLM classes (abstract methods the release requires, overrides of members the release
+no longer has, `super()` calls into missing members, override signatures the release cannot call), calls
+into vLLM functions and constructors, and `"vllm.x.y"` strings such as class paths.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.reading.callers import CallSites
+from vllm_scaffold.doctor.reading.installed import ENDPOINT
+from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
+from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
+from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
+from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
+from vllm_scaffold.doctor.report.codes import severity_of
+from vllm_scaffold.doctor.report.findings import Finding, Severity
+from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
+from vllm_scaffold.vllm_facts.routes import declared_routes
+
+_DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
+_VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
+# Type names a string literal satisfies, or that say nothing about it.
+_ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
+
+
+# The codes of this module (their severities, summaries and examples are in codes.toml, section "Across
+# releases"); an import the release lacks is reported with the installed-vLLM check's codes.
+SECTION = "Across releases (`--vllm`)"
+
+
+def finding(code: str, where: str, message: str, fix: str) -> Finding:
+    return Finding(Severity(severity_of(code)), code, where, message, fix)
+
+
+_UNKNOWN = "?"
+
+
+class Place:
+    """A node of a module, with the guard it runs under (None, "type-checking" or "guarded"), found from the
+    module's guarded blocks when first asked."""
+
+    __slots__ = ("_guard", "module", "node")
+
+    def __init__(self, module: Module, node: ast.AST, guard: str | None = _UNKNOWN) -> None:
+        self.module = module
+        self.node = node
+        self._guard = guard
+
+    @property
+    def guard(self) -> str | None:
+        if self._guard == _UNKNOWN:
+            self._guard = guard_of(self.module, self.node)
+        return self._guard
+
+    @property
+    def where(self) -> str:
+        return self.module.where(self.node)
+
+
+def _guards_of(handlers: list[ast.ExceptHandler]) -> bool:
+    for handler in handlers:
+        if handler.type is None:
+            return True
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any((getattr(n, "id", None) or getattr(n, "attr", None)) in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
+def _is_version_test(test: ast.expr) -> bool:
+    """The test names a version, hasattr, getattr or find_spec (in a name, an attribute or a string)."""
+    for node in walk_nodes(test):
+        kind = node.__class__
+        if kind is ast.Name:
+            text = node.id
+        elif kind is ast.Attribute:
+            text = node.attr
+        elif kind is ast.Constant and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if any(word in text for word in _VERSION_WORDS):
+            return True
+    return False
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return any(
+        (n.__class__ is ast.Name and n.id == "TYPE_CHECKING")  # type: ignore[attr-defined]
+        or (n.__class__ is ast.Attribute and n.attr == "TYPE_CHECKING")  # type: ignore[attr-defined]
+        for n in walk_nodes(test)
+    )
+
+
+def _returns_unless(stmt: object) -> bool:
+    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed."""
+    return (
+        stmt.__class__ is ast.If
+        and not stmt.orelse  # type: ignore[attr-defined]
+        and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+        and _is_version_test(stmt.test)  # type: ignore[attr-defined]
+    )
+
+
+# The nodes the checks read.
+_KEPT = (ast.Import, ast.ImportFrom, ast.Attribute, ast.Call, ast.Constant)
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
+
+
+def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]]:
+    """(start, end, guard) of every guarded run of statements: the body of `if TYPE_CHECKING:`
+    ("type-checking"), of a version or hasattr test and of `try/except ImportError` ("guarded"), and what
+    follows `if <version test>: return` in the same block ("guarded"). Statements only, not expressions:
+    a tenth of the nodes."""
+    if "release-blocks" in module.memo:
+        return module.memo["release-blocks"]  # type: ignore[return-value]
+    found: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+
+    def block(statements: list[ast.stmt], guard: str) -> None:
+        if statements:
+            first, last = statements[0], statements[-1]
+            found.append(((first.lineno, first.col_offset), (last.end_lineno or 0, last.end_col_offset or 0), guard))
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for position, stmt in enumerate(statements):
+            if _returns_unless(stmt):
+                block(statements[position + 1 :], "guarded")  # `if not hasattr(...): return` guards what follows
+            kind = stmt.__class__
+            if kind is ast.If:
+                if _is_type_checking(stmt.test):  # type: ignore[attr-defined]
+                    block(stmt.body, "type-checking")  # type: ignore[attr-defined]
+                elif _is_version_test(stmt.test):  # type: ignore[attr-defined]
+                    block(stmt.body, "guarded")  # type: ignore[attr-defined]
+                    block(stmt.orelse, "guarded")  # type: ignore[attr-defined]
+            elif kind is ast.Try and _guards_of(stmt.handlers):  # type: ignore[attr-defined]
+                block(stmt.body, "guarded")  # type: ignore[attr-defined]
+            for field in _STATEMENT_LISTS:
+                inner = getattr(stmt, field, None)
+                if inner:
+                    visit(inner)
+            for handler in getattr(stmt, "handlers", ()):
+                visit(handler.body)
+            for case in getattr(stmt, "cases", ()):
+                visit(case.body)
+
+    if module.tree is not None:
+        visit(module.tree.body)
+    module.memo["release-blocks"] = found
+    return found
+
+
+def guard_of(module: Module, node: ast.AST) -> str | None:
+    """The guard `node` runs under: "type-checking" inside any `if TYPE_CHECKING:` body, else "guarded"
+    inside any guarded block, else None."""
+    start = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    guard = None
+    for first, last, kind in _blocks(module):
+        if first <= start and end <= last:
+            if kind == "type-checking":
+                return kind
+            guard = kind
+    return guard
+
+
+def _in_annotations(module: Module) -> set[int]:
+    """id() of every node inside an annotation: never evaluated under `from __future__ import annotations`,
+    and only type checkers read them."""
+    if "release-annotations" in module.memo:
+        return module.memo["release-annotations"]  # type: ignore[return-value]
+    found: set[int] = set()
+    for node in module.of_type(ast.arg, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef):
+        annotation = getattr(node, "annotation", None) or getattr(node, "returns", None)
+        if annotation is not None:
+            found.update(id(n) for n in walk_nodes(annotation))
+    module.memo["release-annotations"] = found
+    return found
+
+
+def walk(module: Module, *kinds: type[ast.AST]) -> Iterator[Place]:
+    """The module's nodes of `kinds` (imports, attributes, calls and constants by default) outside
+    annotations, each with the guard it runs under (found when asked)."""
+    skipped = _in_annotations(module)
+    for kind in kinds or _KEPT:
+        for node in module.of_type(kind):
+            if id(node) not in skipped:
+                yield Place(module, node)
+
+
+class ReleaseCheck:
+    """Every check of one plugin package against one release; `others` are the other indexed releases, to
+    tell an override of a removed member from a method of the plugin's own."""
+
+    def __init__(
+        self, package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+    ) -> None:
+        self.package = package
+        self.index = index
+        unique = {o.version: o for o in others if o.version != index.version}
+        self.others = sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)  # newest first
+        self.findings: list[Finding] = []
+        self.tables = {name: _runtime_aliases(module) for name, module in self._modules()}
+        self.plugin_classes = self._plugin_classes()
+        self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
+        self.callers = OverrideCallers(self, sites)
+
+    def _modules(self) -> Iterator[tuple[str, Module]]:
+        for module in self.package.parsed():
+            yield module.name, module
+
+    def run(self) -> list[Finding]:
+        for _name, module in self._modules():
+            self.imports(module)
+            self.attributes(module)
+            self.calls(module)
+            self.dotted_strings(module)
+        self.subclasses()
+        self.endpoint_routes()
+        return self.findings
+
+    def report(self, code: str, place: Place, message: str, fix: str) -> None:
+        if place.guard == "guarded":
+            if code != "vllm-import-missing":
+                return  # a use the plugin tests for (hasattr, a version check, try/except) before making it
+            code = "vllm-import-guarded"
+            message += "; the plugin guards this import, so what depends on it silently switches off on this release"
+            fix = f"nothing to do if the plugin does without it on this release; otherwise: {fix}"
+        self.findings.append(finding(code, place.where, message, fix))
+
+    @property
+    def release(self) -> str:
+        return f"vLLM {self.index.version}"
+
+    def _elsewhere(self, qualname: str) -> str:
+        found = sorted((o.version for o in self.others if o.resolve(qualname).exists), key=_version)
+        return f" (it exists in {', '.join(found)})" if found else ""
+
+    # -- endpoint routes -----------------------------------------------------------------------------------
+
+    def endpoint_routes(self) -> None:
+        """A route of an endpoint plugin on one of vLLM's own paths, on a release where vLLM's route wins."""
+        core = set(self.index.registry("http_routes"))
+        if not core or vllm_facts.endpoint_routes_replace_core(self.index.version):
+            return
+        if not self.package.entry_points_in(ENDPOINT):
+            return
+        for _name, module in self._modules():
+            if module.tree is None or module.rel.startswith("tests/"):
+                continue
+            for route, node in declared_routes(module.tree):
+                if route in core:
+                    self.report(
+                        "vllm-endpoint-route-shadowed",
+                        Place(module, node, None),
+                        f"{route} is also a route of {self.release}'s own server, which attaches endpoint plugins "
+                        "after its own routes and serves the first match: this route is never reached "
+                        "(from vLLM 0.32 the plugin's route replaces vLLM's)",
+                        "serve it under a path of the plugin's own, or declare a vLLM range from 0.32.0",
+                    )
+
+    # -- imports -------------------------------------------------------------------------------------------
+
+    def imports(self, module: Module) -> None:
+        for place in walk(module, ast.Import, ast.ImportFrom):
+            node = place.node
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [f"{node.module}.{alias.name}" if alias.name != "*" else node.module for alias in node.names]
+            else:
+                continue
+            if place.guard == "type-checking":
+                continue
+            for target in targets:
+                if target.split(".")[0] != "vllm":
+                    continue
+                missing = self._first_missing(target)
+                if missing:
+                    self.report(
+                        "vllm-import-missing",
+                        place,
+                        f"{missing} does not exist in {self.release}{self._elsewhere(missing)}",
+                        "import it from where this release defines it, or guard the import for the releases "
+                        "that have it",
+                    )
+
+    def _first_missing(self, qualname: str) -> str | None:
+        """The shortest prefix of `qualname` the release does not have, or None when all of it resolves."""
+        parts = qualname.split(".")
+        for cut in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:cut])
+            symbol = self.index.resolve(prefix)
+            if symbol.kind == "missing":
+                return prefix
+            if symbol.kind == "unknown":
+                return None
+        return None
+
+    # -- attributes ----------------------------------------------------------------------------------------
+
+    def attributes(self, module: Module) -> None:
+        table = self.tables[module.name]
+        attributes = module.of_type(ast.Attribute)
+        inner = {id(n.value) for n in attributes}  # type: ignore[attr-defined]
+        shadowed: set[int] | None = None
+        for node in attributes:
+            if id(node) in inner or node.ctx.__class__ is not ast.Load:  # type: ignore[attr-defined]
+                continue  # setting an attribute never raises
+            head = _head(node)  # type: ignore[arg-type]
+            if head.__class__ is not ast.Name or head.id not in table:  # type: ignore[attr-defined]
+                continue
+            name = qualified(node, table)  # type: ignore[arg-type]
+            if not name or name.split(".")[0] != "vllm" or id(node) in _in_annotations(module):
+                continue
+            place = Place(module, node)
+            if place.guard == "type-checking":
+                continue
+            if shadowed is None:
+                shadowed = _shadowed_heads(module)
+            if id(node) in shadowed:
+                continue
+            missing = self._first_missing(name)
+            imported = table[head.id]  # type: ignore[attr-defined]
+            if missing and len(missing) > len(imported) and not _is_dunder(missing.rsplit(".", 1)[-1]):
+                self.report(
+                    "vllm-attribute-missing",
+                    place,
+                    f"{missing} does not exist in {self.release}{self._elsewhere(missing)}: reading it raises "
+                    "AttributeError",
+                    "use what this release offers instead, or test for it with hasattr() on the releases that lack it",
+                )
+
+    # -- calls ---------------------------------------------------------------------------------------------
+
+    def callee(self, module: Module, func: ast.expr) -> tuple[Symbol, Signature] | None:
+        head = _head(func)
+        if head.__class__ is not ast.Name or head.id not in self.tables[module.name]:  # type: ignore[attr-defined]
+            return None
+        name = qualified(func, self.tables[module.name])
+        if not name or name.split(".")[0] != "vllm":
+            return None
+        symbol = self.index.resolve(name)
+        signature = self.index.signature(symbol)
+        if signature is None:
+            return None
+        if symbol.kind == "member":
+            if signature.decorator in {"", "p"}:
+                return None  # an instance method read through the class: called on an instance elsewhere
+            signature = signature.bound()
+        return symbol, signature
+
+    def calls(self, module: Module) -> None:
+        for node in module.of_type(ast.Call):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):  # type: ignore[attr-defined]
+                continue
+            found = self.callee(module, node.func)  # type: ignore[attr-defined]
+            if found is None or id(node) in _in_annotations(module):
+                continue
+            place = Place(module, node)
+            if place.guard == "type-checking":
+                continue
+            symbol, signature = found
+            problem = call_problem(signature, len(node.args), [k.arg for k in node.keywords if k.arg])
+            label = symbol.qualname if symbol.kind != "member" else f"{symbol.module}.{symbol.name}"
+            if problem:
+                self.report(
+                    "vllm-call-signature",
+                    place,
+                    f"{label}{signature.text()} in {self.release}: {problem}",
+                    "pass the arguments this release's signature takes",
+                )
+                continue
+            constants = string_constants(module)
+            for param, argument in _bind(signature, node):
+                if isinstance(argument, ast.Name) and argument.id in constants:
+                    argument = ast.Constant(constants[argument.id])  # BACKEND_NAME = "MY_ATTN"
+                wrong = self._wrong_literal(symbol, param, argument)
+                if wrong:
+                    self.report(
+                        "vllm-argument-type",
+                        place,
+                        f"{label} takes {param.name} as {' | '.join(param.types)} in {self.release}, not {wrong}",
+                        f"pass a {' | '.join(t for t in param.types if t != 'None')} on this release",
+                    )
+
+    def _wrong_literal(self, symbol: Symbol, param, argument: ast.expr) -> str | None:
+        if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)) or not param.types:
+            return None
+        if _ACCEPTS_STR & set(param.types):
+            return None
+        for type_name in param.types:
+            if type_name == "None":
+                continue
+            resolved = self.index.resolve(f"{symbol.module}.{type_name}")
+            if resolved.kind != "class":
+                return None  # a type alias or a name the index cannot see: say nothing
+        return f"a string ('{argument.value}')"
+
+    # -- dotted strings ------------------------------------------------------------------------------------
+
+    def dotted_strings(self, module: Module) -> None:
+        for node in module.of_type(ast.Constant):
+            value = node.value  # type: ignore[attr-defined]
+            if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
+                continue
+            if value in self.groups or id(node) in _in_annotations(module):
+                continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+            place = Place(module, node)
+            if place.guard == "type-checking":
+                continue
+            missing = self._first_missing(node.value.replace(":", "."))
+            if missing:
+                self.report(
+                    "vllm-dotted-path-missing",
+                    place,
+                    f"'{node.value}' names {missing}, which does not exist in {self.release}{self._elsewhere(missing)}",
+                    "point it at where this release defines it",
+                )
+
+    # -- subclasses ----------------------------------------------------------------------------------------
+
+    def _plugin_classes(self) -> dict[str, tuple[Module, ast.ClassDef]]:
+        found = {}
+        for _name, module in self._modules():
+            for node in module.of_type(ast.ClassDef):
+                found[f"{module.name}.{node.name}"] = (module, node)  # type: ignore[attr-defined]
+        return found
+
+    def _bases(self, module: Module, node: ast.ClassDef) -> list[str]:
+        memo = self.__dict__.setdefault("_bases_memo", {})
+        if id(node) not in memo:
+            table = self._class_tables.get(module.name) or self.tables[module.name]
+            bases = (qualified(b.value if isinstance(b, ast.Subscript) else b, table) for b in node.bases)
+            memo[id(node)] = [q for q in bases if q]
+        return memo[id(node)]
+
+    @property
+    def _class_tables(self) -> dict[str, dict[str, str]]:
+        """Per module: its import table plus its own classes, the names a class statement's bases use."""
+        if "_class_tables_memo" not in self.__dict__:
+            own: dict[str, dict[str, str]] = {}
+            for qualname in self.plugin_classes:
+                module_name, _, name = qualname.rpartition(".")
+                own.setdefault(module_name, {})[name] = qualname
+            self.__dict__["_class_tables_memo"] = {m: {**self.tables[m], **names} for m, names in own.items()}
+        return self.__dict__["_class_tables_memo"]
+
+    def _lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
+        """(members the plugin's classes in this lineage define, the vLLM classes they derive from)."""
+        module, node = self.plugin_classes[qualname]
+        members = class_body_names(node)
+        vllm_bases: list[Symbol] = []
+        for base in self._bases(module, node):
+            if base in self.plugin_classes and base not in seen:
+                more, bases = self._lineage(base, seen | {qualname})
+                members |= more
+                vllm_bases += bases
+            elif base.split(".")[0] == "vllm":
+                symbol = self.index.resolve(base)
+                if symbol.kind == "class":
+                    vllm_bases.append(symbol)
+        return members, vllm_bases
+
+    def subclasses(self) -> None:
+        subclassed = {b for q, (m, n) in self.plugin_classes.items() for b in self._bases(m, n)}
+        for qualname, (module, node) in self.plugin_classes.items():
+            members, bases = self._lineage(qualname)
+            if not bases:
+                continue
+            place = Place(module, node, None)
+            abstract_here = any(
+                isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and any("abstractmethod" in ast.unparse(d) for d in s.decorator_list)
+                for s in node.body
+            )
+            if qualname not in subclassed and not abstract_here:
+                self._abstract(place, node, members, bases)
+            self._overrides(module, node, bases)
+            self._super_calls(module, node, bases)
+
+    def _abstract(self, place: Place, node: ast.ClassDef, members: set[str], bases: list[Symbol]) -> None:
+        left: set[str] = set()
+        concrete: set[str] = set()
+        for base in bases:
+            abstract = self.index.abstract_methods(base)
+            left |= abstract
+            for cls in self.index.mro(base)[0]:
+                concrete |= set(self.index.class_entry(cls).get("m", {})) - abstract
+        missing = sorted(left - concrete - members)
+        if missing:
+            names = ", ".join(f"{m}()" for m in missing)
+            self.report(
+                "vllm-abstract-missing",
+                place,
+                f"{node.name} does not implement {names}, abstract in {self._owner_of(bases, missing[0])} in "
+                f"{self.release}: creating a {node.name} raises TypeError",
+                f"implement {names}",
+            )
+
+    def _owner_of(self, bases: list[Symbol], member: str) -> str:
+        for base in bases:
+            owner, _sig = self.index.find_member(base, member)
+            if owner is not None:
+                return owner.name
+        return bases[0].name
+
+    def _overrides(self, module: Module, node: ast.ClassDef, bases: list[Symbol]) -> None:
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if stmt.name.startswith("__") and stmt.name.endswith("__"):
+                continue
+            place = Place(module, stmt, None)
+            owner, text = self._find(bases, stmt.name)
+            if owner is None:
+                self._orphaned(place, node, stmt.name, bases)
+                continue
+            self._moved(place, node, stmt.name, bases)
+            if text is not None and not text.startswith("@p"):
+                base, mine = Signature.parse(text), Signature.parse(_plugin_signature(stmt))
+                problem = override_problem(base, mine)
+                if problem and self.callers.can_call(f"{module.name}.{node.name}", stmt.name, mine, base):
+                    self.report(
+                        "vllm-override-signature",
+                        place,
+                        f"{node.name}.{stmt.name} overrides {owner.name}.{stmt.name}"
+                        f"{Signature.parse(text).text()} of {self.release}: {problem}",
+                        f"take the parameters {owner.name}.{stmt.name} has in this release",
+                    )
+
+    def _find(self, bases: list[Symbol], name: str) -> tuple[Symbol | None, str | None]:
+        for base in bases:
+            owner, text = self.index.find_member(base, name)
+            if owner is not None:
+                return owner, text
+        return None, None
+
+    def _orphaned(self, place: Place, node: ast.ClassDef, member: str, bases: list[Symbol]) -> None:
+        if not all(self.index.mro(base)[1] for base in bases):
+            return  # a base outside vLLM may define it
+        for other in self.others:
+            for base in bases:
+                there = other.resolve(base.qualname)
+                if there.kind == "class" and other.find_member(there, member)[0] is not None:
+                    newer = _version(other.version) > _version(self.index.version)
+                    code = "vllm-override-not-yet" if newer else "vllm-override-orphaned"
+                    when = f"added in {other.version}" if newer else f"still there in {other.version}"
+                    self.report(
+                        code,
+                        place,
+                        f"{node.name}.{member} overrides {base.name}.{member}, which {self.release} does not have "
+                        f"({when}): vLLM {self.index.version} never calls it",
+                        "move what it does to where this release calls it"
+                        if not newer
+                        else "nothing to do if the plugin works without it on this release",
+                    )
+                    return
+
+    def _moved(self, place: Place, node: ast.ClassDef, member: str, bases: list[Symbol]) -> None:
+        """The overridden member was defined by another class of the hierarchy in an earlier release."""
+        for other in self.others:
+            if _version(other.version) > _version(self.index.version):
+                continue
+            for base in bases:
+                owner = self.index.find_member(base, member)[0]
+                there = other.resolve(base.qualname)
+                if owner is None or there.kind != "class":
+                    continue
+                previous = other.find_member(there, member)[0]
+                if previous is not None and previous.qualname != owner.qualname:
+                    self.report(
+                        "vllm-override-moved",
+                        place,
+                        f"{node.name}.{member} overrides {owner.name}.{member} in {self.release}; in vLLM "
+                        f"{other.version} it overrides {previous.name}.{member}: the override still runs, and "
+                        f"super().{member} reaches {owner.name}'s version",
+                        f"check that the override does what it did with {previous.name}'s version",
+                    )
+                    return
+
+    def _super_calls(self, module: Module, node: ast.ClassDef, bases: list[Symbol]) -> None:
+        if not all(self.index.mro(base)[1] for base in bases):
+            return
+        own = {b for b in self._bases(module, node) if b in self.plugin_classes}
+        if own:
+            return  # super() may land in the plugin's own class first
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for call in ast.walk(stmt):
+                if (
+                    isinstance(call, ast.Attribute)
+                    and isinstance(call.value, ast.Call)
+                    and isinstance(call.value.func, ast.Name)
+                    and call.value.func.id == "super"
+                    and not (call.attr.startswith("__") and call.attr.endswith("__"))
+                    and self._find(bases, call.attr)[0] is None
+                ):
+                    self.report(
+                        "vllm-super-missing",
+                        Place(module, call, None),
+                        f"super().{call.attr} in {node.name}.{stmt.name}: no base of {node.name} has {call.attr} in "
+                        f"{self.release}{self._elsewhere(f'{bases[0].qualname}.{call.attr}')}: the call raises "
+                        "AttributeError",
+                        "do on this release what the removed member did, or skip the call where it is missing",
+                    )
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")  # every module and class has __dict__, __name__, ...
+
+
+def _shadowed_heads(module: Module) -> set[int]:
+    """Attribute reads inside a function whose head name is that function's parameter or local variable,
+    not the module-level vLLM import of the same name (`layer.w13_weight` with a parameter `layer`)."""
+    shadowed: set[int] = set()
+    for function in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        args = function.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+        inside = walk_nodes(function)
+        local |= {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local -= {name for n in inside if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        shadowed |= {id(n) for n in inside if isinstance(n, ast.Attribute) and getattr(_head(n), "id", None) in local}
+    return shadowed
+
+
+def _head(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
+def _runtime_aliases(module: Module) -> dict[str, str]:
+    """The module's import table, without names imported only under `if TYPE_CHECKING:`."""
+    table = aliases(module)
+    checking_only: set[str] = set()
+    runtime: set[str] = set()
+    for place in walk(module, ast.Import, ast.ImportFrom):
+        if isinstance(place.node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in place.node.names}
+            (checking_only if place.guard == "type-checking" else runtime).update(bound)
+    return {k: v for k, v in table.items() if k not in checking_only - runtime}
+
+
+def _plugin_signature(stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    from vllm_scaffold.vllm_facts.build import method_signature
+
+    return method_signature(stmt)  # with @c / @s, as the index writes vLLM's methods
+
+
+def _version(text: str) -> tuple[int, ...]:
+    from vllm_scaffold.vllm_facts.store import version_key
+
+    return version_key(text)
+
+
+def _bind(signature: Signature, call: ast.Call) -> Iterator[tuple[object, ast.expr]]:
+    for param, argument in zip(signature.positional, call.args, strict=False):
+        yield param, argument
+    for keyword in call.keywords:
+        param = signature.param(keyword.arg or "")
+        if param is not None:
+            yield param, keyword.value
+
+
+def with_tests(package: PluginPackage) -> PluginPackage:
+    """The package plus its tests/ modules: generated tests reach into vLLM too, and must hold on every
+    release the package declares."""
+    tests = package.root / "tests"
+    for path in sorted(tests.rglob("*.py")) if tests.is_dir() else ():
+        rel = path.relative_to(package.root).as_posix()
+        name = rel[: -len(".py")].replace("/", ".")
+        try:
+            tree: ast.Module | None = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            tree = None
+        package.modules.setdefault(name, Module(name, path, rel, path.name == "__init__.py", tree))
+    return package
+
+
+def check(
+    package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+) -> list[Finding]:
+    """Every finding of `package` against the release `index`; with `sites` (the call sites of the installed
+    vLLM that `index` is) an override vLLM cannot reach is not reported."""
+    check = ReleaseCheck(package, index, others, sites)
+    findings = check.run()
+    if sites is not None:
+        sites.save()
+    return findings

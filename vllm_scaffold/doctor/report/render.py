@@ -1,0 +1,138 @@
+"""Printing a Report: grouped text for people, JSON for tools, workflow annotations for GitHub Actions.
+
+The text groups findings by code, most severe first. Lines wrap between words at the terminal's width, so a
+code or a path is never split at 80 columns; a code with many findings (a large plugin) shows how many, the
+first finding in full and the next few places, and leaves the rest to --json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from itertools import groupby
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console, RenderableType
+from rich.padding import Padding
+from rich.text import Text
+
+from vllm_scaffold.doctor.report.findings import Finding, Report, Severity
+
+if TYPE_CHECKING:
+    from vllm_scaffold.doctor.runner import EnvironmentReport
+
+FORMATS = ("table", "json", "github")
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+# A code with more findings than this shows the first in full and PLACES_SHOWN places of the others.
+GROUP_IN_FULL = 3
+PLACES_SHOWN = 5
+_ANNOTATION = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def as_json(report: Report | EnvironmentReport) -> str:
+    return json.dumps(report.as_json(), indent=2)
+
+
+def releases_as_json(reports: list[Report]) -> str:
+    """`doctor --vllm`: one report per release, in the order asked for."""
+    return json.dumps({"releases": [report.as_json() for report in reports]}, indent=2)
+
+
+def counts(report: Report) -> str:
+    """'2 errors, 1 warning, 0 infos' plus how many findings the project suppressed."""
+    numbers = {s: sum(f.severity is s for f in report.active) for s in Severity}
+    parts = [f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in numbers.items()]
+    if report.suppressed:
+        parts.append(f"{len(report.suppressed)} suppressed (listed in --json)")
+    return ", ".join(parts)
+
+
+def _groups(findings: list[Finding]) -> Iterator[tuple[str, list[Finding]]]:
+    ordered = sorted(findings, key=lambda f: (f.severity.rank, f.code))
+    for code, members in groupby(ordered, key=lambda f: f.code):
+        yield code, list(members)
+
+
+def _detail(finding: Finding) -> list[RenderableType]:
+    return [
+        Padding(Text(finding.where, overflow="fold"), (0, 0, 0, 2), expand=False),
+        Padding(Text(finding.message, overflow="fold"), (0, 0, 0, 4), expand=False),
+        Padding(Text(f"fix: {finding.fix}", overflow="fold"), (0, 0, 0, 4), expand=False),
+    ]
+
+
+def _what_was_read(report: Report) -> str:
+    if "distributions" in report.read:
+        count = int(report.read["distributions"])  # type: ignore[call-overload]
+        return f"read {count} installed distribution{'s' if count != 1 else ''} with vLLM entry points"
+    modules, entry_points = report.read.get("modules", 0), report.read.get("vllm_entry_points", 0)
+    return (
+        f"read {modules} module{'s' if modules != 1 else ''} and "
+        f"{entry_points} vLLM entry point{'s' if entry_points != 1 else ''}"
+    )
+
+
+def renderables(report: Report) -> Iterator[RenderableType]:
+    timing = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in report.timings.items())
+    yield Text(
+        f"{report.package} against {report.vllm}: {_what_was_read(report)} (live probe: {report.live}; {timing})",
+        overflow="fold",
+    )
+    if not report.active:
+        yield Text("no findings", style="green")
+    for code, members in _groups(report.active):
+        severity = members[0].severity
+        heading = Text.assemble("\n", (severity.value, _STYLE[severity]), "  ", (code, "bold"))
+        if len(members) > GROUP_IN_FULL:
+            heading.append(f"  ({len(members)} findings: the first in full, all of them in --json)")
+        yield heading
+        yield from _detail(members[0])
+        rest = members[1:]
+        if len(members) <= GROUP_IN_FULL:
+            for member in rest:
+                yield from _detail(member)
+            continue
+        places = ", ".join(f.where for f in rest[:PLACES_SHOWN])
+        more = f", and {len(rest) - PLACES_SHOWN} more" if len(rest) > PLACES_SHOWN else ""
+        yield Padding(Text(f"also at {places}{more}", overflow="fold"), (0, 0, 0, 2), expand=False)
+    if report.findings:
+        yield Text(f"\n{counts(report)}")
+
+
+def print_table(report: Report, console: Console | None = None) -> None:
+    from vllm_scaffold.terminal import console as terminal
+
+    out = console or terminal.out()
+    for renderable in renderables(report):
+        out.print(renderable, soft_wrap=False)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(report: Report, base: Path) -> str:
+    """One workflow command per active finding (`::error file=...,line=...,title=CODE::message`), files given
+    relative to the working directory (the repository root in a workflow), then the counts as a plain line."""
+    lines = []
+    for finding in sorted(report.active, key=lambda f: (f.severity.rank, f.code, f.where)):
+        properties = []
+        file, line = finding.location or (None, None)
+        if file is None and finding.where.startswith("pyproject.toml"):
+            file = "pyproject.toml"
+        if file is not None:
+            properties.append(f"file={_escape_property(os.path.normpath(base / file).replace(os.sep, '/'))}")
+            if line is not None:
+                properties.append(f"line={line}")
+        properties.append(f"title={_escape_property(finding.code)}")
+        place = "" if line is not None else f"{finding.where}: "
+        message = f"{place}{finding.message}. Fix: {finding.fix}"
+        lines.append(f"::{_ANNOTATION[finding.severity]} {','.join(properties)}::{_escape_data(message)}")
+    lines.append(f"vllm-scaffold doctor: {report.package} against {report.vllm}: {counts(report)}")
+    return "\n".join(lines)

