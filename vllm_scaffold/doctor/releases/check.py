@@ -437,7 +437,7 @@ class ReleaseCheck:
                 found[f"{module.name}.{node.name}"] = (module, node)  # type: ignore[attr-defined]
         return found
 
-    def _bases(self, module: Module, node: ast.ClassDef) -> list[str]:
+    def bases(self, module: Module, node: ast.ClassDef) -> list[str]:
         memo = self.__dict__.setdefault("_bases_memo", {})
         if id(node) not in memo:
             table = self._class_tables.get(module.name) or self.tables[module.name]
@@ -456,14 +456,14 @@ class ReleaseCheck:
             self.__dict__["_class_tables_memo"] = {m: {**self.tables[m], **names} for m, names in own.items()}
         return self.__dict__["_class_tables_memo"]
 
-    def _lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
+    def lineage(self, qualname: str, seen: frozenset[str] = frozenset()) -> tuple[set[str], list[Symbol]]:
         """(members the plugin's classes in this lineage define, the vLLM classes they derive from)."""
         module, node = self.plugin_classes[qualname]
         members = class_body_names(node)
         vllm_bases: list[Symbol] = []
-        for base in self._bases(module, node):
+        for base in self.bases(module, node):
             if base in self.plugin_classes and base not in seen:
-                more, bases = self._lineage(base, seen | {qualname})
+                more, bases = self.lineage(base, seen | {qualname})
                 members |= more
                 vllm_bases += bases
             elif base.split(".")[0] == "vllm":
@@ -473,9 +473,9 @@ class ReleaseCheck:
         return members, vllm_bases
 
     def subclasses(self) -> None:
-        subclassed = {b for q, (m, n) in self.plugin_classes.items() for b in self._bases(m, n)}
+        subclassed = {b for q, (m, n) in self.plugin_classes.items() for b in self.bases(m, n)}
         for qualname, (module, node) in self.plugin_classes.items():
-            members, bases = self._lineage(qualname)
+            members, bases = self.lineage(qualname)
             if not bases:
                 continue
             place = Place(module, node, None)
@@ -592,7 +592,7 @@ class ReleaseCheck:
     def _super_calls(self, module: Module, node: ast.ClassDef, bases: list[Symbol]) -> None:
         if not all(self.index.mro(base)[1] for base in bases):
             return
-        own = {b for b in self._bases(module, node) if b in self.plugin_classes}
+        own = {b for b in self.bases(module, node) if b in self.plugin_classes}
         if own:
             return  # super() may land in the plugin's own class first
         for stmt in node.body:

@@ -59,7 +59,7 @@ class OverrideCallers:
     def _children(self) -> dict[str, list[str]]:
         children: dict[str, list[str]] = {}
         for qualname, (module, node) in self.check.plugin_classes.items():
-            for base in self.check._bases(module, node):
+            for base in self.check.bases(module, node):
                 if base in self.check.plugin_classes:
                     children.setdefault(base, []).append(qualname)
         return children
@@ -80,7 +80,7 @@ class OverrideCallers:
         """The vLLM classes the plugin class derives from, at any depth, by defining module and name."""
         memo = self.__dict__.setdefault("_mro", {})
         if qualname not in memo:
-            bases = self.check._lineage(qualname)[1]
+            bases = self.check.lineage(qualname)[1]
             memo[qualname] = {f"{s.module}.{s.name}" for b in bases for s in self.check.index.mro(b)[0]}
         return memo[qualname]
 
@@ -88,7 +88,7 @@ class OverrideCallers:
         """Methods the plugin class defines or inherits from the plugin's own classes, nearest first."""
         module, node = self.check.plugin_classes[qualname]
         found: dict[str, FunctionNode] = {}
-        for base in reversed(self.check._bases(module, node)):
+        for base in reversed(self.check.bases(module, node)):
             if base in self.check.plugin_classes and base not in seen:
                 found.update(self._functions(base, seen | {qualname}))
         found.update({s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))})
