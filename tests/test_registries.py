@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import build_file_tree
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog, load_registries
-from vllm_scaffold.catalog.registries import registry_from_table
+from vllm_scaffold.catalog.registries import STATUSES, registry_from_table
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts.build import build
 
@@ -113,7 +113,7 @@ def test_each_status_requires_its_facts() -> None:
 
 _TREE = {
     "vllm/__init__.py": "",
-    "vllm/connectors.py": '''
+    "vllm/connectors.py": """
         class ThingFactory:
             _registry: dict = {}
 
@@ -133,8 +133,8 @@ _TREE = {
 
         def register_builtin_things():
             ThingFactory.register_thing("other", "vllm.other")
-    ''',
-    "vllm/loaders.py": '''
+    """,
+    "vllm/loaders.py": """
         _LOADERS = {}
 
 
@@ -153,8 +153,8 @@ _TREE = {
         def register_nothing(name):
             seen = {}
             seen[name] = True
-    ''',
-    "vllm/registry.py": '''
+    """,
+    "vllm/registry.py": """
         class _Registry:
             def __init__(self):
                 self.entries = {}
@@ -169,7 +169,7 @@ _TREE = {
 
             def register_module(self, name, module):
                 self.modules[name] = module
-    ''',
+    """,
     "vllm/shared.py": """
         from vllm.registry import _Registry
 
@@ -202,3 +202,82 @@ def test_registration_points_are_found_by_what_their_code_stores(tmp_path: Path)
         "vllm.connectors.ThingFactory.create",
     ):
         assert absent not in points
+
+
+def test_registries_page_is_current() -> None:
+    from scripts.registries_docs import PAGE, markdown
+
+    assert PAGE.read_text(encoding="utf-8") == markdown(), (
+        "docs/registries.md is stale: run python scripts/registries_docs.py"
+    )
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+
+
+def test_list_all_prints_every_registry_under_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers import run_cli
+    from vllm_scaffold.terminal import console
+
+    monkeypatch.setenv("COLUMNS", "200")
+    console.out.cache_clear()
+    try:
+        result = run_cli("list", "--all")
+    finally:
+        console.out.cache_clear()
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    headings = [next(i for i, line in enumerate(lines) if line.startswith(s.capitalize())) for s in STATUSES]
+    assert headings == sorted(headings)
+    for registry in load_registries().values():
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  - {registry.key}"))
+        section = STATUSES.index(registry.status)
+        assert headings[section] < at and (section == 2 or at < headings[section + 1]), registry.key
+    # plain `list` stays the seams alone
+    assert "Every registry" not in run_cli("list").stdout
+
+
+def test_list_all_json_has_seams_and_registries() -> None:
+    import json
+
+    from tests.helpers import run_cli
+
+    data = json.loads(run_cli("list", "--all", "--json").stdout)
+    assert [seam["key"] for seam in data["seams"]] == list(load_catalog())
+    assert [entry["key"] for entry in data["registries"]] == list(load_registries())
+    offloading = next(entry for entry in data["registries"] if entry["key"] == "kv-offloading-spec")
+    assert offloading["status"] == "explained" and offloading["registration"] and offloading["keywords"]
+    assert isinstance(json.loads(run_cli("list", "--json").stdout), list)  # unchanged without --all
+
+
+@pytest.mark.parametrize("key", [r.key for r in load_registries().values() if r.status != "templated"])
+def test_explain_prints_an_explained_or_internal_registry(key: str) -> None:
+    from tests.helpers import run_cli
+
+    result = run_cli("explain", key)
+    assert result.exit_code == 0, result.stderr
+    registry = load_registries()[key]
+    printed = " ".join(result.stdout.split())
+    facts = (
+        [registry.reason or ""]
+        if registry.status == "internal"
+        else [
+            registry.call or "",
+            registry.processes or "",
+            registry.duplicate_policy or "",
+            *registry.selection,
+            *registry.pitfalls,
+        ]
+    )
+    for text in [registry.summary, *facts, *registry.registration, registry.source]:
+        assert " ".join(text.split()) in printed, (key, text)
+
+
+def test_explain_of_a_templated_registry_is_its_seam_and_an_unknown_key_is_refused() -> None:
+    from tests.helpers import run_cli
+
+    assert "vllm-scaffold new model NAME" in " ".join(run_cli("explain", "model").stdout.split())
+    result = run_cli("explain", "kv-offloading-spek")
+    assert result.exit_code != 0
+    assert "unknown seam or registry 'kv-offloading-spek'" in result.stderr
+    assert "kv-offloading-spec" in result.stderr
