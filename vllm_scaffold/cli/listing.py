@@ -1,10 +1,13 @@
-"""`vllm-scaffold list`: the seam catalog as a table or JSON."""
+"""`vllm-scaffold list`: the seam catalog as a table or JSON; with --all, every registry of vLLM by status too."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from vllm_scaffold.catalog import Seam
 
 HEADERS = ("key", "group / API", "processes", "load timing", "duplicates", "kernel", "template")
 
@@ -32,14 +35,12 @@ def command(
             json.dumps({"seams": entries, "registries": _registries_json()} if every_registry else entries, indent=2)
         )
         return
-    if every_registry:
-        _print_seams(seams)
-        _print_registries()
-        return
     _print_seams(seams)
+    if every_registry:
+        _print_registries()
 
 
-def _print_seams(seams: list) -> None:
+def _print_seams(seams: list[Seam]) -> None:
     from vllm_scaffold.terminal import console
 
     rows = [
