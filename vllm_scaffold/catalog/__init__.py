@@ -20,7 +20,6 @@ from pathlib import Path
 from vllm_scaffold.catalog.registries import REGISTRIES_FILE
 from vllm_scaffold.catalog.registries import Registry as Registry
 from vllm_scaffold.catalog.registries import load_registries as load_registries
-from vllm_scaffold.catalog.registries import registry_for as registry_for
 from vllm_scaffold.errors import ScaffoldError
 
 CATALOG_DIR = Path(__file__).parent

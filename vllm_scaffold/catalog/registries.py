@@ -99,8 +99,3 @@ def load_registries() -> dict[str, Registry]:
     loaded = [registry_from_table(key, table) for key, table in data.items()]
     loaded.sort(key=lambda registry: STATUSES.index(registry.status))
     return {registry.key: registry for registry in loaded}
-
-
-def registry_for(symbol: str) -> list[Registry]:
-    """The registries an entry is added to through `symbol` (a registration point or an entry-point group)."""
-    return [r for r in load_registries().values() if symbol in r.registration or symbol == r.group]
