@@ -26,15 +26,34 @@ def test_every_registry_of_a_release_has_a_status(version: str) -> None:
     release's registries surface when its index is added."""
     index = vllm_facts.shipped(version)
     assert index.registration_points, f"the {version} index has no registration points: rebuild it"
-    registries = load_registries().values()
-    claimed = {symbol for r in registries for symbol in r.registration}
-    groups = {r.group for r in registries if r.group}
-    unclassified = [f"registration point {p}" for p in index.registration_points if p not in claimed]
-    unclassified += [f"entry-point group {g}" for g in index.entry_point_groups if g not in groups]
+    unclassified = _unclassified(index)
     assert not unclassified, (
         f"vLLM {version} has registries vllm_scaffold/catalog/registries.toml does not classify: "
         + "; ".join(unclassified)
     )
+
+
+def _unclassified(index: vllm_facts.ReleaseIndex) -> list[str]:
+    registries = load_registries().values()
+    claimed = {symbol for r in registries for symbol in r.registration}
+    groups = {r.group for r in registries if r.group}
+    unclassified = [f"registration point {p}" for p in index.registration_points if p not in claimed]
+    return unclassified + [f"entry-point group {g}" for g in index.entry_point_groups if g not in groups]
+
+
+def test_a_registry_new_in_a_release_is_reported() -> None:
+    data = vllm_facts.shipped(vllm_facts.shipped_versions()[-1]).data
+    newer = vllm_facts.ReleaseIndex(
+        {
+            **data,
+            "registration_points": {**data["registration_points"], "vllm.x.ThingFactory.register_thing": {}},
+            "entry_point_groups": {**data["entry_point_groups"], "vllm.thing_plugins": {}},
+        }
+    )
+    assert _unclassified(newer) == [
+        "registration point vllm.x.ThingFactory.register_thing",
+        "entry-point group vllm.thing_plugins",
+    ]
 
 
 def _is_symbol_of(index: vllm_facts.ReleaseIndex, symbol: str) -> bool:
@@ -60,6 +79,16 @@ def test_explained_and_internal_entries_name_symbols_of_their_releases(key: str)
         points = vllm_facts.shipped(version).registration_points
         if any(symbol in points for symbol in registry.registration):
             assert version in registry.releases, f"{key}: check its facts against {version} and add it to releases"
+
+
+def test_every_symbol_and_group_an_entry_names_is_in_a_shipped_release() -> None:
+    """The other direction of the census: no entry claims a registry (a typo, a removed one) no release has."""
+    indexes = [vllm_facts.shipped(version) for version in vllm_facts.shipped_versions()]
+    for registry in load_registries().values():
+        for symbol in registry.registration:
+            assert any(_is_symbol_of(index, symbol) for index in indexes), (registry.key, symbol)
+        if registry.group:
+            assert any(registry.group in index.entry_point_groups for index in indexes), registry.key
 
 
 def test_templated_entries_name_a_seam_with_a_template() -> None:
