@@ -89,6 +89,11 @@ def test_every_symbol_and_group_an_entry_names_is_in_a_shipped_release() -> None
             assert any(_is_symbol_of(index, symbol) for index in indexes), (registry.key, symbol)
         if registry.group:
             assert any(registry.group in index.entry_point_groups for index in indexes), registry.key
+        module = registry.source.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        assert registry.source.endswith(".py") and any(module in index.modules for index in indexes), (
+            registry.key,
+            registry.source,
+        )
 
 
 def test_templated_entries_name_a_seam_with_a_template() -> None:
