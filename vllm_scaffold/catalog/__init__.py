@@ -4,6 +4,8 @@ The catalog is data. A seam's file says what vLLM does with it (registration API
 which processes load it and when, what happens on duplicates, how a user selects it, what breaks silently)
 and, once it has a template, what a component of that seam adds to a plugin package (entry points,
 a registration call run from the package's general plugin, the manifest entry). The CLI never names a seam.
+`registries.toml` (read by `registries.py`, `load_registries()`) gives every registry of vLLM a status: the
+seam that templates it, explained without a template, or internal.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
+# The registry census, beside the seams (re-exported: `from vllm_scaffold.catalog import load_registries`).
+from vllm_scaffold.catalog.registries import REGISTRIES_FILE
+from vllm_scaffold.catalog.registries import Registry as Registry
+from vllm_scaffold.catalog.registries import load_registries as load_registries
 from vllm_scaffold.errors import ScaffoldError
 
 CATALOG_DIR = Path(__file__).parent
@@ -120,6 +126,8 @@ def load_catalog() -> dict[str, Seam]:
     """Every seam, keyed by its CLI key, in the order of the `order` field (then by key)."""
     loaded: list[tuple[int, Seam]] = []
     for path in CATALOG_DIR.glob("*.toml"):
+        if path == REGISTRIES_FILE:  # every registry's status, not a seam (registries.py)
+            continue
         table = tomllib.loads(path.read_text(encoding="utf-8"))
         order = int(table.pop("order", 1000))
         loaded.append((order, _seam_from_table(path, table)))

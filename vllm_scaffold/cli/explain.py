@@ -1,21 +1,33 @@
-"""`vllm-scaffold explain SEAM`: one catalog entry in prose."""
+"""`vllm-scaffold explain KEY`: one catalog entry in prose: a seam, or a registry without a template."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from vllm_scaffold.cli.options import reporting
 
+if TYPE_CHECKING:
+    from vllm_scaffold.catalog import Registry
 
-def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold list').")]) -> None:
-    """Explain a seam: which processes load it and when, how it is selected, what breaks silently."""
+
+def command(
+    seam: Annotated[str, typer.Argument(help="Seam or registry key ('vllm-scaffold list --all').")],
+) -> None:
+    """Explain a seam or registry: which processes load it and when, how it is selected, what breaks silently."""
     with reporting():
-        from vllm_scaffold.catalog import docs_page, get_seam
+        from vllm_scaffold.catalog import docs_page, get_seam, load_catalog, load_registries
         from vllm_scaffold.terminal import console
 
-        entry = get_seam(seam)
+        registries = load_registries()
+        registry = registries.get(seam)
+        if seam not in load_catalog() and registry is None:
+            _refuse_unknown(seam, [*load_catalog(), *registries])
+        if seam not in load_catalog() and registry is not None and registry.status != "templated":
+            console.paragraphs(_registry_text(registry))
+            return
+        entry = get_seam(registry.seam if registry is not None and registry.seam else seam)
         page = docs_page(entry.key)
         text = [
             f"# {entry.title} ({entry.key})",
@@ -39,3 +51,49 @@ def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold l
         console.paragraphs(text)
         if page:
             console.lines([str(page)])  # one word: a path is never broken
+
+
+def _refuse_unknown(key: str, keys: list[str]) -> None:
+    import difflib
+
+    from vllm_scaffold.errors import ScaffoldError
+
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
+    hint = f"did you mean '{close[0]}'?" if close else "run 'vllm-scaffold list --all' for the keys"
+    raise ScaffoldError(f"unknown seam or registry '{key}'", hint)
+
+
+def _registry_text(registry: Registry) -> list[str]:
+    """An explained registry in the seams' layout; an internal one with why a plugin should leave it alone."""
+    symbols = [*registry.registration, *([f"entry-point group {registry.group}"] if registry.group else [])]
+    checked = f"Checked against the source of vLLM {', '.join(registry.releases)} ({registry.source})."
+    head = [f"# {registry.title} ({registry.key})", "", registry.summary, ""]
+    if registry.status == "internal":
+        return [
+            *head,
+            f"Internal to vLLM: {registry.reason}.",
+            "",
+            "Registered through:",
+            *(f"  - {symbol}" for symbol in symbols),
+            "",
+            "Template: none (not a plugin seam).",
+            checked,
+        ]
+    return [
+        *head,
+        f"Registration: {registry.call}.",
+        f"Loaded by: {registry.processes}.",
+        f"Duplicates: {registry.duplicate_policy}.",
+        "",
+        "How a user selects it:",
+        *(f"  - {line}" for line in registry.selection),
+        "",
+        "Pitfalls:",
+        *(f"  - {line}" for line in registry.pitfalls),
+        "",
+        "Registered through:",
+        *(f"  - {symbol}" for symbol in symbols),
+        "",
+        "Template: none yet.",
+        checked,
+    ]

@@ -1,16 +1,27 @@
-"""`vllm-scaffold list`: the seam catalog as a table or JSON."""
+"""`vllm-scaffold list`: the seam catalog as a table or JSON; with --all, every registry of vLLM by status too."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from vllm_scaffold.catalog import Seam
 
 HEADERS = ("key", "group / API", "processes", "load timing", "duplicates", "kernel", "template")
 
 
 def command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+    every_registry: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Also list every registry of vLLM by status: templated, explained, internal "
+            "(with --json: an object with 'seams' and 'registries').",
+        ),
+    ] = False,
 ) -> None:
     """List every vLLM extension seam: registration, processes, timing, duplicates."""
     from vllm_scaffold.catalog import load_catalog
@@ -19,8 +30,17 @@ def command(
     if as_json:
         import json
 
-        typer.echo(json.dumps([seam.as_json() for seam in seams], indent=2))
+        entries = [seam.as_json() for seam in seams]
+        typer.echo(
+            json.dumps({"seams": entries, "registries": _registries_json()} if every_registry else entries, indent=2)
+        )
         return
+    _print_seams(seams)
+    if every_registry:
+        _print_registries()
+
+
+def _print_seams(seams: list[Seam]) -> None:
     from vllm_scaffold.terminal import console
 
     rows = [
@@ -44,6 +64,47 @@ def command(
     for key, *values in rows:
         items = [f"  - {header}: {value}" for header, value in zip(HEADERS[1:], values, strict=True)]
         console.paragraphs([key, *items, ""])
+
+
+# What each status means to a user, as the heading of its group in `list --all`.
+_STATUS_HEADINGS = {
+    "templated": "Templated: a seam generates a component for it ('vllm-scaffold new SEAM NAME')",
+    "explained": "Explained: no template yet; 'vllm-scaffold explain KEY' gives the call, selection and pitfalls",
+    "internal": "Internal: vLLM's own; 'vllm-scaffold explain KEY' says why a plugin should not use it",
+}
+
+
+def _registries_json() -> list[dict[str, object]]:
+    from vllm_scaffold.catalog import load_registries
+
+    return [registry.as_json() for registry in load_registries().values()]
+
+
+def _short(symbol: str) -> str:
+    """`Class.method` for a method, the bare name for a module-level function."""
+    owner, _, name = symbol.rpartition(".")
+    head = owner.rpartition(".")[2]
+    return f"{head}.{name}" if head[:1].isupper() else name
+
+
+def _print_registries() -> None:
+    """Every registry of the verified vLLM releases, grouped by status, one item each."""
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.catalog import load_registries
+    from vllm_scaffold.terminal import console
+
+    versions = vllm_facts.checked_versions()
+    registries = list(load_registries().values())
+    text = ["", f"Every registry of vLLM {versions[0]} to {versions[-1]} ({len(registries)}), by status", ""]
+    for status, heading in _STATUS_HEADINGS.items():
+        group = [r for r in registries if r.status == status]
+        text += [f"{heading} ({len(group)}):"]
+        for registry in group:
+            via = registry.group or ", ".join(dict.fromkeys(_short(symbol) for symbol in registry.registration))
+            seam = f" -> seam {registry.seam}" if registry.seam and registry.seam != registry.key else ""
+            text.append(f"  - {registry.key}{seam}: {registry.summary} [{via}]")
+        text.append("")
+    console.paragraphs(text)
 
 
 def _narrowest_table(rows: list[tuple[str, ...]]) -> int:

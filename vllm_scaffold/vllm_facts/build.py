@@ -3,8 +3,9 @@
 The sources are the `vllm/` package of a wheel (read straight from the zip) or of a directory (an unpacked
 wheel, a checkout, or the installed vLLM). Every module is parsed with `ast`; what a plugin can touch is kept:
 the names each module defines, imports or exports lazily through a module `__getattr__`, each class's bases,
-members, signatures and abstract methods, each function's signature. The in-tree registries are read from
-the same trees (`registries.py`). The index is plain JSON data; `index.py` answers questions about it.
+members, signatures and abstract methods, each function's signature. The in-tree registries, and the points
+through which anything registers with them, are read from the same trees (`registries.py`,
+`registration_points.py`). The index is plain JSON data; `index.py` answers questions about it.
 
 Signatures are strings of comma-separated parameters: `name`, `name=` (has a default), `name:A|B` (the
 annotation's outer type names), `*args`, `**kwargs`, and the markers `/` and `*`. A method's signature starts
@@ -18,7 +19,9 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-FORMAT = 1
+from vllm_scaffold.vllm_facts.syntax import runtime_statements
+
+FORMAT = 2  # 2: registration_points (registration_points.py)
 
 # Names a class body may bind that are not members a plugin reads.
 _CLASS_NOISE = {"__module__", "__qualname__", "__doc__", "__slots__", "model_config"}
@@ -82,29 +85,6 @@ def build(source: Path, version: str, distribution: str) -> dict:
         "modules": modules,
         **read_registries(modules, trees),
     }
-
-
-def is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def runtime_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Top-level statements as the interpreter runs them: into if/else, try and with blocks, never into an
-    `if TYPE_CHECKING:` body (its else branch does run)."""
-    for stmt in body:
-        if isinstance(stmt, ast.If):
-            if not is_type_checking(stmt.test):
-                yield from runtime_statements(stmt.body)
-            yield from runtime_statements(stmt.orelse)
-        elif isinstance(stmt, ast.Try):
-            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
-                yield from runtime_statements(block)
-        elif isinstance(stmt, ast.With):
-            yield from runtime_statements(stmt.body)
-        else:
-            yield stmt
 
 
 def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:

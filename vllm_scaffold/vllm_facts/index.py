@@ -258,3 +258,9 @@ class ReleaseIndex:
     @property
     def custom_ops(self) -> dict[str, str]:
         return self.data.get("custom_ops", {})
+
+    @property
+    def registration_points(self) -> dict[str, dict]:
+        """Every function and method through which code registers with one of the release's registries
+        (`registration_points.py`): symbol -> kind, the containers it fills, the member and points it uses."""
+        return self.data.get("registration_points", {})

@@ -11,7 +11,9 @@ Each list is what vLLM itself registers, found where vLLM defines it rather than
 - HTTP routes: "METHOD /path" of every route vLLM's API servers declare in `vllm.entrypoints` (`routes.py`);
 - CustomOps: every class that inherits, through any chain of vLLM classes, from `CustomOp` or
   `PluggableLayer` in `custom_op` modules, keyed by class name (what `register_oot` matches), with the name
-  of its `@CustomOp.register("...")` decorator ("" when it has none).
+  of its `@CustomOp.register("...")` decorator ("" when it has none);
+- registration points: every function and method through which anything registers with one of vLLM's
+  registries, with the containers it fills (`registration_points.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import ast
 
 from vllm_scaffold.vllm_facts.index import ReleaseIndex, Symbol
+from vllm_scaffold.vllm_facts.registration_points import read_registration_points
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
 _OP_ROOTS = {"CustomOp", "PluggableLayer"}
@@ -37,6 +40,7 @@ def read_registries(modules: dict[str, dict], trees: dict[str, ast.Module]) -> d
             "http_routes": _http_routes(trees),
         },
         "custom_ops": _custom_ops(index),
+        "registration_points": read_registration_points(index, trees),
     }
 
 
