@@ -10,7 +10,7 @@ key is an error.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
@@ -39,6 +39,7 @@ class SeamRoute:
     suffixes: tuple[str, ...]
     files: tuple[str, ...]
     keywords: tuple[str, ...]
+    base_answers: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ def command(
     ],
     release: Annotated[
         str | None,
-        typer.Option("--vllm", metavar="VERSION", help="Answer for this shipped release (default: the newest engine-tested)."),
+        typer.Option(
+            "--vllm", metavar="VERSION", help="Answer for this shipped release (default: the newest engine-tested)."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:

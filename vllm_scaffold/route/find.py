@@ -132,14 +132,18 @@ def _answer(query: str, index: ReleaseIndex, route: str, command: str, lines: li
 
 
 def _candidate_lines(candidate: Candidate, why: str) -> list[str]:
-    status = {TEMPLATED: "templated seam", EXPLAINED: "explained, no template yet", INTERNAL: "internal"}[
-        candidate.status
-    ] if candidate.status in {TEMPLATED, EXPLAINED, INTERNAL} else candidate.status
+    status = (
+        {TEMPLATED: "templated seam", EXPLAINED: "explained, no template yet", INTERNAL: "internal"}[candidate.status]
+        if candidate.status in {TEMPLATED, EXPLAINED, INTERNAL}
+        else candidate.status
+    )
     lines = [f"{candidate.key} ({status}): {candidate.title}", f"  {candidate.summary}", f"  why: {why}"]
     if candidate.command():
         lines.append(f"  command: {candidate.command()}")
     elif candidate.status == INTERNAL:
-        lines.append("  a plugin should not use it: the smallest route is a patch of the function you change, else a fork")
+        lines.append(
+            "  a plugin should not use it: the smallest route is a patch of the function you change, else a fork"
+        )
     return lines
 
 
@@ -168,7 +172,13 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
     defined = f"{symbol.module}.{symbol.name}" if symbol.name else qualname
     candidate = _by_symbol(qualname) or _by_symbol(defined)
     if candidate is not None:
-        return _answer(text, index, candidate.key, candidate.command(), _candidate_lines(candidate, f"{defined} is where it registers or what it builds on"))
+        return _answer(
+            text,
+            index,
+            candidate.key,
+            candidate.command(),
+            _candidate_lines(candidate, f"{defined} is where it registers or what it builds on"),
+        )
     if symbol.kind in {"class", "member"}:
         owner = index.resolve(f"{symbol.module}.{symbol.name.split('.')[0]}")
         found = router.seam_of_class(owner) if owner.kind == "class" else None
@@ -185,7 +195,11 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
             why = "an attribute, not a function: a patch wraps functions and methods, so changing it stays a fork"
             return _answer(text, index, FORK, "", [f"no seam reaches {defined}", f"  why: {why}"])
         route = router.patch_route(symbol.module, symbol.name, "method" if symbol.kind == "member" else "function")
-        lines = [f"no seam reaches {defined}: the smallest route is a patch", f"  why: {route.why}", f"  command: {route.command()}"]
+        lines = [
+            f"no seam reaches {defined}: the smallest route is a patch",
+            f"  why: {route.why}",
+            f"  command: {route.command()}",
+        ]
         return _answer(text, index, PATCH, route.command(), lines)
     if symbol.kind == "class":
         return _answer(text, index, PATCH, "", _class_patch_lines(defined, symbol, index))
@@ -195,7 +209,10 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
         if importers:
             why = load_routes().reason("copied_at_import", users=", ".join(importers[:3]), module=module, name=name)
             return _answer(text, index, FORK, "", [f"no seam reaches {qualname}: it stays a fork", f"  why: {why}"])
-        why = load_routes().reason("settable", module=module, name=name) + f" (unless {module} reads it while it is imported: then it stays a fork)"
+        why = (
+            load_routes().reason("settable", module=module, name=name)
+            + f" (unless {module} reads it while it is imported: then it stays a fork)"
+        )
         candidate = _seam_candidate("general-plugin")
         return _answer(text, index, "general-plugin", candidate.command(), _candidate_lines(candidate, why))
     raise ScaffoldError(
@@ -220,7 +237,13 @@ def _file(text: str, index: ReleaseIndex) -> Answer:
     if not path.startswith("vllm/"):
         rule = load_routes().fork_rule(path=path)
         if rule is not None:
-            return _answer(text, index, FORK, "", [f"{path} is outside vLLM's Python package: a change there stays a fork", f"  why: {rule.why}"])
+            return _answer(
+                text,
+                index,
+                FORK,
+                "",
+                [f"{path} is outside vLLM's Python package: a change there stays a fork", f"  why: {rule.why}"],
+            )
         raise ScaffoldError(
             f"{path} is not inside vLLM's package",
             "give a path from the repository root, such as vllm/v1/worker/gpu_model_runner.py",
@@ -238,7 +261,13 @@ def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answ
     path = path or module.replace(".", "/") + ".py"
     for candidate in candidates():
         if any(path == f or (f.endswith("/") and path.startswith(f)) for f in candidate.files):
-            return _answer(text, index, candidate.key, candidate.command(), _candidate_lines(candidate, f"{path} is where vLLM keeps its own {candidate.title.lower()} code"))
+            return _answer(
+                text,
+                index,
+                candidate.key,
+                candidate.command(),
+                _candidate_lines(candidate, f"{path} is where vLLM keeps its own {candidate.title.lower()} code"),
+            )
     router = Router(index)
     entry = index.modules.get(module, {})
     for name in entry.get("c", {}):
@@ -259,7 +288,27 @@ def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answ
     return _answer(text, index, PATCH, "", lines)
 
 
-_STOP = {"a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "my", "own", "how", "do", "i", "with", "new", "add", "vllm"}
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "in",
+    "on",
+    "for",
+    "and",
+    "or",
+    "my",
+    "own",
+    "how",
+    "do",
+    "i",
+    "with",
+    "new",
+    "add",
+    "vllm",
+}
 
 
 def _words_of(text: str) -> list[str]:
@@ -287,7 +336,9 @@ def _score(query: list[str], phrase: str, candidate: Candidate) -> int:
 def _words(text: str, index: ReleaseIndex) -> Answer:
     query = _words_of(text)
     if not query:
-        raise ScaffoldError(f"'{text}' has no word to search for", "pass a vLLM symbol, a file path in vLLM, or a few words")
+        raise ScaffoldError(
+            f"'{text}' has no word to search for", "pass a vLLM symbol, a file path in vLLM, or a few words"
+        )
     phrase = " ".join(query)
     scored = sorted(((_score(query, phrase, c), n, c) for n, c in enumerate(candidates())), key=lambda t: (-t[0], t[1]))
     best = scored[0][0] if scored else 0

@@ -112,9 +112,18 @@ class Router:
                 return seam
         return None
 
-    def seam_route(self, seam: SeamRoute, why: str, *, cls: str = "", answer: str = "", joins: bool = False) -> Route:
-        """The component route of `seam`, named after its registered name `answer` or its class `cls`."""
-        answers: list[tuple[str, str]] = []
+    def class_answers(self, seam: SeamRoute, symbol: Symbol) -> list[tuple[str, str]]:
+        """The answers `seam` takes for a class of these ancestors (`base_answers`)."""
+        ancestors = [f"{cls.module}.{cls.name}" for cls in self.index.mro(symbol)[0]]
+        return [item for base in ancestors for item in seam.base_answers.get(base, {}).items()]
+
+    def seam_route(
+        self, seam: SeamRoute, why: str, *, cls: str = "", answer: str = "", joins: bool = False,
+        symbol: Symbol | None = None,
+    ) -> Route:  # fmt: skip
+        """The component route of `seam`, named after its registered name `answer` or its class `cls`
+        (`symbol`, when given, for the answers its bases imply)."""
+        answers: list[tuple[str, str]] = self.class_answers(seam, symbol) if symbol is not None else []
         note = ""
         if answer and seam.answer:
             problem = self.answer_problem(seam, answer)
@@ -134,12 +143,18 @@ class Router:
         catalog = load_catalog()[seam.key]
         if seam.key == "custom-op" and catalog.ops and answer not in catalog.ops:
             offered = ", ".join(catalog.ops)
-            return f"the template replaces {offered}; for {answer}, register a subclass with @{answer}.register_oot in the generated layer module"
+            return (
+                f"the template replaces {offered}; for {answer}, register a subclass with "
+                f"@{answer}.register_oot in the generated layer module"
+            )
         if seam.key == "endpoint":
             first = answer.strip("/").split("/")[0]
             core = {route.split(" ", 1)[1].strip("/").split("/")[0] for route in self.index.registry("http_routes")}
             if first in core:
-                return f"/{first} is a path vLLM's server uses; the template puts a plugin's routes under a prefix of its own"
+                return (
+                    f"/{first} is a path vLLM's server uses; the template puts a plugin's routes under a prefix "
+                    "of its own"
+                )
         return ""
 
     def patch_route(self, module: str, qualname: str, kind: str) -> Route:
@@ -188,6 +203,7 @@ def registered_name(argument: ast.expr) -> str:
 def new_names(fork: ast.AST, base: ast.AST | None) -> list[str]:
     """Names the fork's version binds or spells that the base's does not, in source order: assigned names
     first (an enum member), then string constants (a dict key, a Literal entry)."""
+
     def collect(node: ast.AST | None) -> tuple[list[str], list[str]]:
         names: list[str] = []
         strings: list[str] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import FORK, PATCH, Route, Router, mentioned, new_names
-from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
+from vllm_scaffold.vllm_facts import ReleaseIndex
 from vllm_scaffold.vllm_facts.build import ModuleReader
 from vllm_scaffold.vllm_facts.sources import SourceTree, open_tree, release_tree
 from vllm_scaffold.vllm_facts.symbol_diff import (
@@ -122,7 +122,9 @@ class Triage:
     def describe(self) -> list[str]:
         """The report: each component, patch and fork with its symbols, the files outside vllm/, the plan."""
         lines = [f"{self.fork} against {self.base}"]
-        missing = f"; {self.not_in_fork} files of the base are not in the fork (not compared)" if self.not_in_fork else ""
+        missing = (
+            f"; {self.not_in_fork} files of the base are not in the fork (not compared)" if self.not_in_fork else ""
+        )
         lines.append(f"{self.compared} files of vllm/ differ{missing}")
         groups: dict[tuple[str, str], list[Entry]] = {}
         for entry in self.entries:
@@ -194,7 +196,9 @@ def base_release(fork: SourceTree, base: str | None) -> tuple[SourceTree, Releas
         try:
             version = Version(declared)
         except InvalidVersion:
-            raise ScaffoldError(f"the fork declares vLLM '{declared}', which is no version", "pass --base VERSION") from None
+            raise ScaffoldError(
+                f"the fork declares vLLM '{declared}', which is no version", "pass --base VERSION"
+            ) from None
         if version.is_devrelease or version.is_prerelease:
             raise ScaffoldError(
                 f"the fork declares the development version {declared}, not a release",
@@ -203,7 +207,12 @@ def base_release(fork: SourceTree, base: str | None) -> tuple[SourceTree, Releas
         base = version.base_version
     path = Path(base)
     if path.exists():
+        # The index gives class hierarchies, so it must be the whole release's: a directory of a few of a
+        # shipped release's files (as it says in vllm/_version.py) is read with that release's index.
         tree = open_tree(path)
+        named = declared_version(tree)
+        if named in shipped_versions():
+            return tree, shipped(named)
         return tree, index_of_source(path if path.is_file() else tree.root)
     try:
         Version(base)
@@ -240,7 +249,9 @@ def triage(fork_path: Path, base: str | None = None) -> Triage:
             continue
         fork_tree = parse(fork_bytes.decode("utf-8", "replace"))
         if fork_tree is None:
-            result.entries.append(Entry(module_name(path), path, "changed", "file", Route(FORK, load_routes().reason("syntax"))))
+            result.entries.append(
+                Entry(module_name(path), path, "changed", "file", Route(FORK, load_routes().reason("syntax")))
+            )
             continue
         base_ast = parse(base_tree.text(path)) if path in base_tree.paths else None
         changed.append((path, base_ast, fork_tree))
@@ -289,7 +300,9 @@ def _route_all(router: Router, changes: list[tuple[str, Change, ast.Module | Non
                 found = routes[other]
                 if other != number and found is not None and name in names and not _unplaced(found):
                     why = router.routes.reason("goes_with", user=changes[other][1].symbol, route=found.route)
-                    routes[number] = Route(found.route, why, found.name, found.answers, found.target, found.note)
+                    routes[number] = Route(
+                        found.route, why, found.name, found.answers, found.target, found.note, found.joins
+                    )
                     progress = True
                     break
     entries = []
@@ -313,7 +326,9 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     if registration is not None:
         seam, name = registration
         cls = key.split(".")[0] if kind in {CLASS, METHOD} else ""
-        return router.seam_route(seam, reasons.reason("registered", name=name or key, seam=seam.key), cls=cls, answer=name)
+        return router.seam_route(
+            seam, reasons.reason("registered", name=name or key, seam=seam.key), cls=cls, answer=name
+        )
     if node is not None and kind in {FUNCTION, METHOD} and change.change != REMOVED:
         routes = _declared_routes(node)
         if routes:
@@ -341,7 +356,7 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
                 why = f"a new {base.rsplit('.', 1)[-1]}: a {seam.key} component holds it"
             elif change.change == ADDED and kind == CLASS:
                 why = f"a new subclass of {base}: a {seam.key} component holds it"
-            return router.seam_route(seam, why, cls=owner)
+            return router.seam_route(seam, why, cls=owner, symbol=symbol)
     if kind in {FUNCTION, METHOD}:
         covering = router.covering_seam(change.symbol)
         if covering is not None:

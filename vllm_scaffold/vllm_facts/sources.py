@@ -49,7 +49,9 @@ def open_tree(path: Path, label: str = "") -> SourceTree:
         try:
             wheel = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
-            raise ScaffoldError(f"{path} is neither a wheel nor a directory", "pass a vLLM wheel or source tree") from None
+            raise ScaffoldError(
+                f"{path} is neither a wheel nor a directory", "pass a vLLM wheel or source tree"
+            ) from None
         names = frozenset(n for n in wheel.namelist() if not n.endswith("/") and not _skipped(n))
         return SourceTree(label or path.name, path, wheel, names)
     if (path / "vllm" / "__init__.py").is_file():
@@ -80,6 +82,8 @@ def release_tree(version: str) -> SourceTree:
 
 def _skipped(relative: str) -> bool:
     parts = relative.split("/")
-    return any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1]) or relative.endswith(
-        SKIPPED_SUFFIXES
-    ) or ".dist-info/" in relative
+    return (
+        any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1])
+        or relative.endswith(SKIPPED_SUFFIXES)
+        or ".dist-info/" in relative
+    )

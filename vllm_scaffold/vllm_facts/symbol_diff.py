@@ -134,7 +134,9 @@ def statement_head(stmt: ast.stmt) -> str:
 
 def class_shell(node: ast.ClassDef) -> ast.ClassDef:
     """The class without its methods' bodies: what the class itself declares."""
-    body = [stmt for stmt in _without_docstring(node.body) if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)]
+    body = [
+        stmt for stmt in _without_docstring(node.body) if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
     return ast.ClassDef(
         name=node.name,
         bases=node.bases,
