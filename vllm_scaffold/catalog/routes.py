@@ -99,11 +99,11 @@ def _record(cls: type, table: dict, where: str) -> object:
 
 
 @cache
-def load_routes() -> Routes:
+def load_routes(path: Path = ROUTES_FILE) -> Routes:
     """The routing data, checked: every key declared, every seam one of the catalog's, every reason given."""
     from vllm_scaffold.catalog import load_catalog
 
-    data = tomllib.loads(ROUTES_FILE.read_text(encoding="utf-8"))
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     unknown = set(data) - {"seam", "fork", "reasons"}
     if unknown:
         raise ScaffoldError(f"{ROUTES_FILE.name} has an unknown table '{sorted(unknown)[0]}'", "remove it")

@@ -38,6 +38,7 @@ class Candidate:
     keywords: tuple[str, ...] = ()
     symbols: tuple[str, ...] = ()  # dotted vLLM symbols (registration functions, base classes)
     files: tuple[str, ...] = ()  # vLLM files or folders (prefixes ending in "/")
+    calls: tuple[str, ...] = ()  # names of its registration functions (register_quantization_config)
 
     def command(self) -> str:
         if self.status == TEMPLATED and self.seam:
@@ -77,6 +78,7 @@ def seam_candidates() -> list[Candidate]:
                 keywords=route.keywords if route else (),
                 symbols=tuple(symbols),
                 files=route.files if route else (),
+                calls=tuple(call.name for call in route.calls) if route else (),
             )
         )
     return found
@@ -148,8 +150,16 @@ def _candidate_lines(candidate: Candidate, why: str) -> list[str]:
 
 
 def _by_symbol(symbol: str) -> Candidate | None:
+    last = symbol.rsplit(".", 1)[-1]
     for candidate in candidates():
-        if any(symbol == s or symbol.startswith(s + ".") for s in candidate.symbols):
+        if any(symbol == s or symbol.startswith(s + ".") for s in candidate.symbols) or last in candidate.calls:
+            return candidate
+    return None
+
+
+def _by_file(path: str) -> Candidate | None:
+    for candidate in candidates():
+        if any(path == f or (f.endswith("/") and path.startswith(f)) for f in candidate.files):
             return candidate
     return None
 
@@ -190,6 +200,13 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
     rule = load_routes().fork_rule(symbol=defined, kind={"member": "method"}.get(symbol.kind, symbol.kind))
     if rule is not None:
         return _answer(text, index, FORK, "", [f"no seam reaches {defined}: it stays a fork", f"  why: {rule.why}"])
+    by_file = _by_file(symbol.module.replace(".", "/") + ".py") or _by_file(symbol.module.replace(".", "/") + "/")
+    if by_file is not None:
+        lines = _candidate_lines(by_file, f"{symbol.module} is where vLLM keeps its own {by_file.title.lower()} code")
+        if symbol.kind in {"function", "member"} and index.signature(symbol) is not None:
+            patch = router.patch_route(symbol.module, symbol.name, "method" if symbol.kind == "member" else "function")
+            lines.append(f"  to change only this {symbol.kind.replace('member', 'method')}: {patch.command()}")
+        return _answer(text, index, by_file.key, by_file.command(), lines)
     if symbol.kind in {"function", "member"}:
         if symbol.kind == "member" and index.signature(symbol) is None:
             why = "an attribute, not a function: a patch wraps functions and methods, so changing it stays a fork"
@@ -259,15 +276,15 @@ def _file(text: str, index: ReleaseIndex) -> Answer:
 
 def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answer:
     path = path or module.replace(".", "/") + ".py"
-    for candidate in candidates():
-        if any(path == f or (f.endswith("/") and path.startswith(f)) for f in candidate.files):
-            return _answer(
-                text,
-                index,
-                candidate.key,
-                candidate.command(),
-                _candidate_lines(candidate, f"{path} is where vLLM keeps its own {candidate.title.lower()} code"),
-            )
+    candidate = _by_file(path)
+    if candidate is not None:
+        return _answer(
+            text,
+            index,
+            candidate.key,
+            candidate.command(),
+            _candidate_lines(candidate, f"{path} is where vLLM keeps its own {candidate.title.lower()} code"),
+        )
     router = Router(index)
     entry = index.modules.get(module, {})
     for name in entry.get("c", {}):
