@@ -682,3 +682,12 @@ def test_bad_input_is_one_line_and_exit_2(
     result = run_cli("triage", str(root), *args)
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_worked_example_in_the_docs_is_triage_s_real_output(wheel: Path, tmp_path: Path) -> None:
+    edits, outside, _expected = FIXTURES[REALISTIC]
+    build_fork(wheel, tmp_path / "acme-vllm", edits, outside)
+    result = run_cli("triage", "acme-vllm", cwd=tmp_path)
+    page = (Path(__file__).parents[1] / "docs" / "triage.md").read_text(encoding="utf-8")
+    shown = page.split("$ vllm-scaffold triage acme-vllm\n", 1)[1].split("\n```", 1)[0]
+    assert result.stdout.rstrip("\n") == shown, "rewrite the example in docs/triage.md from this output"
