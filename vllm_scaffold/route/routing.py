@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.catalog.routes import Routes, SeamRoute, load_routes
@@ -166,8 +167,15 @@ class Router:
 
     def importers(self, module: str, name: str) -> list[str]:
         """Modules of the release that copy `module.name` at import (`from module import name`)."""
-        wanted = f"{module}.{name}"
-        return sorted(m for m, entry in self.index.modules.items() if wanted in entry.get("i", {}).values())
+        return self._importers.get(f"{module}.{name}", [])
+
+    @cached_property
+    def _importers(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for importer, entry in sorted(self.index.modules.items()):
+            for target in set(entry.get("i", {}).values()):
+                found.setdefault(target, []).append(importer)
+        return found
 
     def registration_in(self, node: ast.AST) -> tuple[SeamRoute, str] | None:
         """A registration call or decorator of a seam in `node`, with the name it registers."""
@@ -187,7 +195,9 @@ class Router:
                             owner = target.value if isinstance(target, ast.Attribute) else None
                             return seam, ast.unparse(owner).rsplit(".", 1)[-1] if owner is not None else ""
                         arguments = inner.args if isinstance(inner, ast.Call) and inner.func is target else []
-                        return seam, registered_name(arguments[0]) if arguments else ""
+                        name = registered_name(arguments[0]) if arguments else ""
+                        if name:  # `register_model(arch, target)` with computed names is vLLM's machinery
+                            return seam, name
         return None
 
 

@@ -29,6 +29,7 @@ from vllm_scaffold.vllm_facts.symbol_diff import (
     REMOVED,
     VALUE,
     Change,
+    class_shell,
     compare,
     import_time_names,
     module_name,
@@ -322,7 +323,9 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     module, key, kind = change.module, change.key, change.kind
     node = change.fork.node if change.fork is not None else None
     base_node = change.base.node if change.base is not None else None
-    registration = router.registration_in(node) if node is not None else None
+    # A class's own statements only: its methods are symbols of their own.
+    searched = class_shell(node) if isinstance(node, ast.ClassDef) else node
+    registration = router.registration_in(searched) if searched is not None else None
     if registration is not None:
         seam, name = registration
         cls = key.split(".")[0] if kind in {CLASS, METHOD} else ""

@@ -7,6 +7,7 @@ so a checkout of thousands of files costs one read of each.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,19 +56,21 @@ def open_tree(path: Path, label: str = "") -> SourceTree:
         names = frozenset(n for n in wheel.namelist() if not n.endswith("/") and not _skipped(n))
         return SourceTree(label or path.name, path, wheel, names)
     if (path / "vllm" / "__init__.py").is_file():
-        root = path
+        root, top = path, path
     elif path.name == "vllm" and (path / "__init__.py").is_file():
-        root = path.parent
+        root, top = path.parent, path  # the package alone: its parent's other files are not the fork's
     else:
         raise ScaffoldError(
             f"{path} holds no vllm/ package (no vllm/__init__.py)",
             "pass the fork's checkout (the folder that contains vllm/) or the vllm/ folder itself",
         )
     found = set()
-    for file in root.rglob("*"):
-        relative = file.relative_to(root).as_posix()
-        if file.is_file() and not _skipped(relative):
-            found.add(relative)
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            relative = Path(folder, name).relative_to(root).as_posix()
+            if not _skipped(relative):
+                found.add(relative)
     return SourceTree(label or str(path), root, None, frozenset(found))
 
 
