@@ -289,32 +289,33 @@ def _route_all(router: Router, changes: list[tuple[str, Change, ast.Module | Non
     routes: dict[int, Route | None] = {}
     for number, (_path, change, base_ast) in enumerate(changes):
         routes[number] = _direct(router, change, base_ast)
-    users = {n: mentioned(c.fork.node) for n, (_p, c, _b) in enumerate(changes) if c.fork is not None}
+    users: dict[str, list[int]] = {}  # name -> the changes that mention it
+    for number, (_path, change, _b) in enumerate(changes):
+        if change.fork is not None:
+            for name in mentioned(change.fork.node):
+                users.setdefault(name, []).append(number)
     progress = True
     while progress:
         progress = False
         for number, (_path, change, _b) in enumerate(changes):
             if routes[number] is not None:
                 continue
-            name = change.key.rsplit(".", 1)[-1]
-            for other, names in users.items():
-                found = routes[other]
-                if other != number and found is not None and name in names and not _unplaced(found):
-                    why = router.routes.reason("goes_with", user=changes[other][1].symbol, route=found.route)
-                    routes[number] = Route(
-                        found.route, why, found.name, found.answers, found.target, found.note, found.joins
-                    )
-                    progress = True
-                    break
+            placed = [n for n in users.get(change.key.rsplit(".", 1)[-1], []) if n != number and routes[n] is not None]
+            # code a component or patch uses moves with it; code only forked code uses stays with the fork
+            placed.sort(key=lambda n: routes[n].route == FORK)  # type: ignore[union-attr]
+            if placed:
+                found = routes[placed[0]]
+                assert found is not None
+                why = router.routes.reason("goes_with", user=changes[placed[0]][1].symbol, route=found.route)
+                routes[number] = Route(
+                    found.route, why, found.name, found.answers, found.target, found.note, found.joins
+                )
+                progress = True
     entries = []
     for number, (path, change, _b) in enumerate(changes):
         route = routes[number] or router.fork_route(router.routes.reason("unreferenced"))
         entries.append(Entry(change.symbol, path, change.change, change.kind, route))
-    return _merge_components(router, entries)
-
-
-def _unplaced(route: Route) -> bool:
-    return route.route == FORK
+    return _merge_components(entries)
 
 
 def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Route | None:
@@ -398,7 +399,7 @@ def _declared_routes(node: ast.AST) -> list[str]:
     return [route for route, _ in declared_routes(module)]
 
 
-def _merge_components(router: Router, entries: list[Entry]) -> list[Entry]:
+def _merge_components(entries: list[Entry]) -> list[Entry]:
     """One component per thing a plugin registers: the symbols of one seam and one module, or one
     registered name, are one component; a symbol of a seam that names no component of its own joins the
     seam's only one. The component keeps the first name and gathers every inferred answer."""
