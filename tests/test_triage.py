@@ -16,7 +16,7 @@ from textwrap import dedent
 
 import pytest
 
-from tests.helpers import build_file_tree, run_cli
+from tests.helpers import build_file_tree, once_per_run, run_cli
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.triage import triage
 
@@ -24,13 +24,20 @@ RELEASE = "0.32.0"
 
 
 @pytest.fixture(scope="session")
-def wheel() -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release's wheel in the cache: downloaded by one worker while the others wait."""
     from vllm_scaffold.vllm_facts.store import fetch_wheel
 
-    try:
-        return fetch_wheel(RELEASE)[0]
-    except ScaffoldError as error:
-        pytest.skip(f"the vLLM {RELEASE} wheel cannot be fetched: {error}")
+    def fetch() -> tuple[str, str]:
+        try:
+            return str(fetch_wheel(RELEASE)[0]), ""
+        except ScaffoldError as error:
+            return "", str(error)
+
+    path, problem = once_per_run(tmp_path_factory, f"vllm-wheel-{RELEASE}", fetch)
+    if problem:
+        pytest.skip(f"the vLLM {RELEASE} wheel cannot be fetched: {problem}")
+    return Path(path)
 
 
 Edit = tuple[str, str] | str  # (old, new) replaced once in the release's file, or a new file's whole text
