@@ -698,3 +698,11 @@ def test_the_worked_example_in_the_docs_is_triage_s_real_output(wheel: Path, tmp
     page = (Path(__file__).parents[1] / "docs" / "triage.md").read_text(encoding="utf-8")
     shown = page.split("$ vllm-scaffold triage acme-vllm\n", 1)[1].split("\n```", 1)[0]
     assert result.stdout.rstrip("\n") == shown, "rewrite the example in docs/triage.md from this output"
+
+
+def test_a_folder_of_many_files_outside_vllm_is_one_line(wheel: Path, tmp_path: Path) -> None:
+    edits, _outside, _expected = FIXTURES["scheduler"]
+    many = {f"tests/v1/test_{n}.py": "" for n in range(13)} | {"csrc/ops.h": "", "setup.py": ""}
+    result = triage(build_fork(wheel, tmp_path / "fork", edits, many))
+    listed = {(item.path, item.files, bool(item.why)) for item in result.outside}
+    assert listed == {("tests/", 13, False), ("csrc/ops.h", 1, True), ("setup.py", 1, True)}

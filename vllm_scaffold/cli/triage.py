@@ -9,7 +9,12 @@ import typer
 
 
 def command(
-    path: Annotated[Path, typer.Argument(help="The fork's source tree: a checkout, or any folder holding vllm/.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="PATH", help="The fork's source tree: a checkout, or any folder holding vllm/.", show_default=False
+        ),
+    ],
     base: Annotated[
         str | None,
         typer.Option(
