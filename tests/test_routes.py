@@ -70,3 +70,12 @@ def test_the_loader_refuses_what_it_does_not_declare(edit, message: str, tmp_pat
     path.write_text(edit(ROUTES_FILE.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(ScaffoldError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load_routes(path)
+
+
+def test_every_catalog_seam_has_its_routing() -> None:
+    """A seam without a [[seam]] table is invisible to triage and find: its changes would route as patches.
+    The patch seam is the route of what no other seam carries, so it has none."""
+    from vllm_scaffold.catalog import load_catalog
+    from vllm_scaffold.route.routing import PATCH
+
+    assert sorted(seam.key for seam in load_routes().seams) == sorted(set(load_catalog()) - {PATCH})
