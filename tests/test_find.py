@@ -127,3 +127,21 @@ def test_registries_join_the_candidates_in_one_entry(monkeypatch: pytest.MonkeyP
         answer = find(query, index)
         assert (answer.route, answer.command) == ("tool-parser-registry", "vllm-scaffold explain tool-parser-registry")
     assert isinstance(registry_candidates([Entry()])[0], Candidate)
+
+
+def test_a_seam_s_covers_route_its_classes_and_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`covers` in a seam's catalog entry ("vllm.module:Qualname") routes the class's methods, and the
+    function itself, to the seam."""
+    import dataclasses
+
+    from vllm_scaffold.catalog import load_catalog
+    from vllm_scaffold.route import routing
+
+    catalog = dict(load_catalog())
+    covers = ("vllm.v1.sample.sampler:Sampler", "vllm.v1.sample.ops.topk_topp_sampler:apply_top_k_top_p")
+    catalog["logits-processor"] = dataclasses.replace(catalog["logits-processor"], covers=covers)
+    monkeypatch.setattr(routing, "load_catalog", lambda: catalog)
+    monkeypatch.setattr(find_module, "load_catalog", lambda: catalog)
+    index = vllm_facts.shipped("0.32.0")
+    for query in ("vllm.v1.sample.sampler.Sampler.forward", "vllm.v1.sample.ops.topk_topp_sampler.apply_top_k_top_p"):
+        assert find(query, index).route == "logits-processor", query

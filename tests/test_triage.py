@@ -706,3 +706,24 @@ def test_a_folder_of_many_files_outside_vllm_is_one_line(wheel: Path, tmp_path: 
     result = triage(build_fork(wheel, tmp_path / "fork", edits, many))
     listed = {(item.path, item.files, bool(item.why)) for item in result.outside}
     assert listed == {("tests/", 13, False), ("csrc/ops.h", 1, True), ("setup.py", 1, True)}
+
+
+def test_a_class_a_seam_covers_routes_to_it(wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `covers = ["vllm.v1.sample.sampler:Sampler"]` in a seam's entry, the patch fixture's changes
+    route to that seam instead of a patch."""
+    import dataclasses
+
+    from vllm_scaffold.catalog import load_catalog
+    from vllm_scaffold.route import routing
+
+    catalog = dict(load_catalog())
+    catalog["logits-processor"] = dataclasses.replace(
+        catalog["logits-processor"], covers=("vllm.v1.sample.sampler:Sampler",)
+    )
+    monkeypatch.setattr(routing, "load_catalog", lambda: catalog)
+    edits, outside, _expected = FIXTURES["patch"]
+    result = triage(build_fork(wheel, tmp_path / "fork", edits, outside))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.v1.sample.sampler.Sampler.forward", "logits-processor"),
+        ("vllm.v1.sample.sampler.Sampler.acme_clamp", "logits-processor"),
+    }
