@@ -63,6 +63,7 @@ def test_registration_calls_are_vllm_functions_or_methods() -> None:
         (lambda text: text.replace('key = "scheduler"', 'key = "schedulers"', 1), "is no catalog seam"),
         (lambda text: text + "\n[extra]\n", "unknown table 'extra'"),
         (lambda text: text.replace("syntax = ", "syntaxes = ", 1), "[reasons]"),
+        (lambda text: text.replace('http_routes = "endpoint"', 'http_routes = "endpoints"', 1), "[roles]"),
     ],
 )
 def test_the_loader_refuses_what_it_does_not_declare(edit, message: str, tmp_path: Path) -> None:  # noqa: ANN001

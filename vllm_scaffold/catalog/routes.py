@@ -40,6 +40,10 @@ class SeamRoute:
     files: tuple[str, ...]
     keywords: tuple[str, ...]
     base_answers: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The answer is the in-tree class the component replaces (custom-op's `op`), one of the catalog's `ops`.
+    class_is_answer: bool = False
+    # An index registry of "METHOD /path" routes: an answer under one of their first path segments is refused.
+    answer_not_under: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,12 @@ class Routes:
     seams: tuple[SeamRoute, ...]
     forks: tuple[ForkRule, ...]
     reasons: dict[str, str]
+    roles: dict[str, str]  # role -> the seam that plays it (ROLES)
+
+    def seam_for(self, role: str) -> SeamRoute:
+        seam = self.seam(self.roles[role])
+        assert seam is not None, f"role {role}: checked when loaded"
+        return seam
 
     def seam(self, key: str) -> SeamRoute | None:
         return next((s for s in self.seams if s.key == key), None)
@@ -76,6 +86,10 @@ class Routes:
     def reason(self, key: str, /, **values: str) -> str:
         return self.reasons[key].format(**values)
 
+
+# What some seams are for beyond their classes: the seam that adds HTTP routes, and the one that runs code in
+# every vLLM process (what code run at import and module-level values move into).
+ROLES = ("http_routes", "process_wide")
 
 REASONS = (
     "patch", "covered", "registered", "copied_at_import", "read_at_import", "settable", "code_at_import",
@@ -104,7 +118,7 @@ def load_routes(path: Path = ROUTES_FILE) -> Routes:
     from vllm_scaffold.catalog import load_catalog
 
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    unknown = set(data) - {"seam", "fork", "reasons"}
+    unknown = set(data) - {"seam", "fork", "reasons", "roles"}
     if unknown:
         raise ScaffoldError(f"{ROUTES_FILE.name} has an unknown table '{sorted(unknown)[0]}'", "remove it")
     seams = []
@@ -131,4 +145,8 @@ def load_routes(path: Path = ROUTES_FILE) -> Routes:
     if set(reasons) != set(REASONS):
         odd = sorted(set(reasons) ^ set(REASONS))[0]
         raise ScaffoldError(f"{ROUTES_FILE.name}: [reasons] '{odd}' is missing or unknown", f"give exactly {REASONS}")
-    return Routes(tuple(seams), tuple(forks), reasons)
+    roles = dict(data.get("roles", {}))
+    keys = {seam.key for seam in seams}
+    if set(roles) != set(ROLES) or not set(roles.values()) <= keys:
+        raise ScaffoldError(f"{ROUTES_FILE.name}: [roles] must give {ROLES}, each a [[seam]] key", "fix [roles]")
+    return Routes(tuple(seams), tuple(forks), reasons, roles)

@@ -230,8 +230,8 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
             load_routes().reason("settable", module=module, name=name)
             + f" (unless {module} reads it while it is imported: then it stays a fork)"
         )
-        candidate = _seam_candidate("general-plugin")
-        return _answer(text, index, "general-plugin", candidate.command(), _candidate_lines(candidate, why))
+        candidate = _seam_candidate(load_routes().roles["process_wide"])
+        return _answer(text, index, candidate.key, candidate.command(), _candidate_lines(candidate, why))
     raise ScaffoldError(
         f"vLLM {index.version} defines {text} in a way its index cannot follow (a name built at run time)",
         "ask for the module or class that defines it",

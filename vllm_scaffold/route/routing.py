@@ -133,25 +133,27 @@ class Router:
             else:
                 answers.append((seam.answer, answer))
         base = answer if seam.name == "answer" and answer else cls or answer
-        if seam.key == "custom-op" and not answer and cls:
+        if seam.class_is_answer and not answer and cls:
             note = self.answer_problem(seam, cls) or note
-            answers = [] if note else [("op", cls)]
+            answers = [] if note else [(seam.answer, cls)]
         name = component_name(seam, base) if base else component_name(seam, "")
         return Route(seam.key, why, name, tuple(answers), note=note, joins=joins)
 
     def answer_problem(self, seam: SeamRoute, answer: str) -> str:
         """Why the template would refuse `answer` ("" when it takes it): the facts its validators check."""
         catalog = load_catalog()[seam.key]
-        if seam.key == "custom-op" and catalog.ops and answer not in catalog.ops:
+        if seam.class_is_answer and catalog.ops and answer not in catalog.ops:
             offered = ", ".join(catalog.ops)
             return (
                 f"the template replaces {offered}; for {answer}, register a subclass with "
                 f"@{answer}.register_oot in the generated layer module"
             )
-        if seam.key == "endpoint":
+        if seam.answer_not_under:
             first = answer.strip("/").split("/")[0]
-            core = {route.split(" ", 1)[1].strip("/").split("/")[0] for route in self.index.registry("http_routes")}
-            if first in core:
+            taken = {
+                path.split(" ", 1)[-1].strip("/").split("/")[0] for path in self.index.registry(seam.answer_not_under)
+            }
+            if first in taken:
                 return (
                     f"/{first} is a path vLLM's server uses; the template puts a plugin's routes under a prefix "
                     "of its own"

@@ -336,8 +336,7 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     if node is not None and kind in {FUNCTION, METHOD} and change.change != REMOVED:
         routes = _declared_routes(node)
         if routes:
-            endpoint = router.routes.seam("endpoint")
-            assert endpoint is not None
+            endpoint = router.routes.seam_for("http_routes")
             prefix = "/" + routes[0].split(" ", 1)[1].strip("/").split("/")[0]
             why = f"declares the HTTP route {routes[0]}: an endpoint component adds it to vLLM's server"
             return router.seam_route(endpoint, why, answer=prefix)
@@ -383,12 +382,10 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
             return router.fork_route(reasons.reason("copied_at_import", users=users, module=module, name=key))
         if base_ast is not None and key in import_time_names(base_ast):
             return router.fork_route(reasons.reason("read_at_import", module=module, name=key))
-        general = router.routes.seam("general-plugin")
-        assert general is not None
+        general = router.routes.seam_for("process_wide")
         return router.seam_route(general, reasons.reason("settable", module=module, name=key), joins=True)
     assert kind == CODE
-    general = router.routes.seam("general-plugin")
-    assert general is not None
+    general = router.routes.seam_for("process_wide")
     return router.seam_route(general, reasons.reason("code_at_import", module=module), joins=True)
 
 
