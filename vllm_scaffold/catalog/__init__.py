@@ -72,6 +72,8 @@ class Seam:
     single_slot: dict[str, str] = field(default_factory=dict)
     # Extras of the test harness the seam's generated tests need (ray: the scale-out layouts on Ray).
     harness_extras: tuple[str, ...] = ()
+    # vLLM classes and functions ("vllm.module:Qualname") a component of this seam replaces or reaches.
+    covers: tuple[str, ...] = ()
 
     @property
     def has_template(self) -> bool:
@@ -98,7 +100,7 @@ class Seam:
         }
 
 
-_LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras"}
+_LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras", "covers"}
 
 
 def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:

@@ -1,0 +1,82 @@
+"""The routing data (`catalog/routing/routes.toml`): every vLLM path it names exists in every shipped
+release, with the kind it is used as; the loader refuses what it does not declare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.catalog.routes import ROUTES_FILE, load_routes
+from vllm_scaffold.errors import ScaffoldError
+
+
+@pytest.mark.parametrize("version", vllm_facts.checked_versions())
+def test_every_path_exists_in_every_shipped_release(version: str) -> None:
+    index = vllm_facts.shipped(version)
+    routes = load_routes()
+    wrong = []
+    for seam in routes.seams:
+        for base in (*seam.bases, *seam.base_answers):
+            if index.resolve(base).kind != "class":
+                wrong.append(f"{seam.key} base {base}: {index.resolve(base).kind}")
+        for point in seam.registers:
+            if index.resolve(point).kind not in {"class", "value", "function"}:
+                wrong.append(f"{seam.key} registers {point}: {index.resolve(point).kind}")
+        for prefix in seam.files:
+            module = prefix.removesuffix("/").removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+            if not index.has_module(module):
+                wrong.append(f"{seam.key} file {prefix}")
+    for rule in routes.forks:
+        # a rule names a module under each name it has had: at least one exists in every release
+        if rule.symbols and not any(index.resolve(symbol).exists for symbol in rule.symbols):
+            wrong.append(f"fork rule {rule.symbols}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_name_of_a_fork_rule_is_some_release_s() -> None:
+    indexes = [vllm_facts.shipped(v) for v in vllm_facts.checked_versions()]
+    names = [symbol for rule in load_routes().forks for symbol in rule.symbols]
+    assert [n for n in names if not any(index.resolve(n).exists for index in indexes)] == []
+
+
+def test_registration_calls_are_vllm_functions_or_methods() -> None:
+    """Each call name is defined by vLLM (a module function or a registry's method) in every release."""
+    for version in vllm_facts.checked_versions():
+        index = vllm_facts.shipped(version)
+        defined = {name for entry in index.modules.values() for name in entry.get("f", {})}
+        defined |= {
+            m for entry in index.modules.values() for cls in entry.get("c", {}).values() for m in cls.get("m", {})
+        }
+        calls = {call.name for seam in load_routes().seams for call in seam.calls}
+        assert calls <= defined, (version, calls - defined)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda text: text.replace('key = "scheduler"\n', 'key = "scheduler"\nweight = 2\n', 1),
+            "unknown key 'weight'",
+        ),
+        (lambda text: text.replace('key = "scheduler"', 'key = "schedulers"', 1), "is no catalog seam"),
+        (lambda text: text + "\n[extra]\n", "unknown table 'extra'"),
+        (lambda text: text.replace("syntax = ", "syntaxes = ", 1), "[reasons]"),
+        (lambda text: text.replace('http_routes = "endpoint"', 'http_routes = "endpoints"', 1), "[roles]"),
+    ],
+)
+def test_the_loader_refuses_what_it_does_not_declare(edit, message: str, tmp_path: Path) -> None:  # noqa: ANN001
+    path = tmp_path / "routes.toml"
+    path.write_text(edit(ROUTES_FILE.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(ScaffoldError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_routes(path)
+
+
+def test_every_catalog_seam_has_its_routing() -> None:
+    """A seam without a [[seam]] table is invisible to triage and find: its changes would route as patches.
+    The patch seam is the route of what no other seam carries, so it has none."""
+    from vllm_scaffold.catalog import load_catalog
+    from vllm_scaffold.route.routing import PATCH
+
+    assert sorted(seam.key for seam in load_routes().seams) == sorted(set(load_catalog()) - {PATCH})

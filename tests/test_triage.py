@@ -1,0 +1,729 @@
+"""`triage`: fork fixtures built from a real release's sources with scripted edits, each routed as expected.
+
+A fixture is a few files of vLLM 0.32.0 taken from its wheel (downloaded once into the cache, as
+`doctor --vllm` does), edited the way a fork edits them, plus new files; the fork declares 0.32.0 in
+`vllm/_version.py`, so triage compares it with that release's wheel. Every edit checks that the text it
+replaces is there, so a fixture cannot silently stop editing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from tests.helpers import build_file_tree, once_per_run, run_cli
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.route.triage import triage
+
+RELEASE = "0.32.0"
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release's wheel in the cache: downloaded by one worker while the others wait."""
+    from vllm_scaffold.vllm_facts.store import fetch_wheel
+
+    def fetch() -> tuple[str, str]:
+        try:
+            return str(fetch_wheel(RELEASE)[0]), ""
+        except ScaffoldError as error:
+            return "", str(error)
+
+    path, problem = once_per_run(tmp_path_factory, f"vllm-wheel-{RELEASE}", fetch)
+    if problem:
+        pytest.skip(f"the vLLM {RELEASE} wheel cannot be fetched: {problem}")
+    return Path(path)
+
+
+Edit = tuple[str, str] | str  # (old, new) replaced once in the release's file, or a new file's whole text
+
+
+def build_fork(
+    wheel: Path, root: Path, edits: dict[str, list[Edit] | str], extra: dict[str, str] | None = None
+) -> Path:
+    """A fork tree: each edited file of the release with its edits, each new file, `vllm/_version.py`."""
+    with zipfile.ZipFile(wheel) as sources:
+        for path, spec in edits.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(spec, str):
+                target.write_text(dedent(spec).lstrip("\n"), encoding="utf-8")
+                continue
+            text = sources.read(path).decode("utf-8")
+            for old, new in spec:
+                assert text.count(old) >= 1, f"{path} of vLLM {RELEASE} no longer has {old!r}"
+                text = text.replace(old, new, 1)
+            target.write_text(text, encoding="utf-8")
+        (root / "vllm").mkdir(exist_ok=True)
+        if "vllm/__init__.py" not in edits:
+            (root / "vllm" / "__init__.py").write_bytes(sources.read("vllm/__init__.py"))
+    (root / "vllm" / "_version.py").write_text(f'__version__ = version = "{RELEASE}"\n', encoding="utf-8")
+    for path, text in (extra or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+    return root
+
+
+Q = "vllm/model_executor/layers/quantization"
+QM = "vllm.model_executor.layers.quantization"
+
+ACME_QUANT = """
+    \"\"\"Acme int8 weights.\"\"\"
+    from vllm.model_executor.layers.linear import LinearMethodBase
+    from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+
+
+    class AcmeConfig(QuantizationConfig):
+        def get_name(self):
+            return "acme"
+
+        def get_quant_method(self, layer, prefix):
+            return AcmeLinearMethod(self)
+
+
+    class AcmeLinearMethod(LinearMethodBase):
+        def __init__(self, config):
+            self.config = config
+    """
+QUANT_EDITS: dict[str, list[Edit] | str] = {
+    f"{Q}/__init__.py": [
+        ('    "fp8",\n', '    "fp8",\n    "acme",\n'),
+        ('        "fp8": Fp8Config,\n', '        "fp8": Fp8Config,\n        "acme": AcmeConfig,\n'),
+        ("    from .fp8 import Fp8Config\n", "    from .acme import AcmeConfig\n    from .fp8 import Fp8Config\n"),
+    ],
+    f"{Q}/acme.py": ACME_QUANT,
+}
+QUANT = "vllm-scaffold add quantization acme --data method_name=acme"
+
+KV = "vllm/distributed/kv_transfer/kv_connector"
+KVM = "vllm.distributed.kv_transfer.kv_connector"
+KV_EDITS: dict[str, list[Edit] | str] = {
+    f"{KV}/factory.py": [
+        (
+            'KVConnectorFactory.register_connector(\n    "ExampleConnector",',
+            'KVConnectorFactory.register_connector(\n    "AcmeConnector",\n'
+            '    "vllm.distributed.kv_transfer.kv_connector.v1.acme_connector",\n    "AcmeConnector",\n)\n\n'
+            'KVConnectorFactory.register_connector(\n    "ExampleConnector",',
+        )
+    ],
+    f"{KV}/v1/acme_connector.py": """
+        from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1
+
+
+        class AcmeConnector(KVConnectorBase_V1):
+            def start_load_kv(self, forward_context, **kwargs):
+                return None
+        """,
+}
+KV_CMD = "vllm-scaffold add kv-connector acme --data connector_name=AcmeConnector"
+
+SCHED_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/v1/core/sched/scheduler.py": [
+        (
+            "    def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:\n"
+            "        self.current_step += 1\n",
+            "    def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:\n"
+            "        self.current_step += 1\n"
+            "        self.waiting.sort_by_priority()\n",
+        )
+    ]
+}
+
+SAMPLER_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/v1/sample/sampler.py": [
+        (
+            "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n",
+            "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n"
+            "        logits = self.acme_clamp(logits)\n",
+        ),
+        (
+            "    def forward(\n",
+            "    def acme_clamp(self, logits):\n        return logits.clamp(-50.0, 50.0)\n\n    def forward(\n",
+        ),
+    ]
+}
+PATCH_CMD = "vllm-scaffold add patch sampler_forward --data target=vllm.v1.sample.sampler:Sampler.forward"
+
+ENGINE_ARGS_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/engine/arg_utils.py": [
+        (
+            "    model: str = ModelConfig.model\n",
+            "    model: str = ModelConfig.model\n    acme_fast_path: bool = False\n",
+        )
+    ]
+}
+
+# fixture -> (edits, files outside vllm/, {(symbol, change, route, command)}): everything triage must list.
+Expected = set[tuple[str, str, str, str]]
+FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]] = {
+    "quantization": (
+        QUANT_EDITS,
+        {},
+        {
+            (f"{QM}.QuantizationMethods", "changed", "quantization", QUANT),
+            (f"{QM}.get_quantization_config", "changed", "quantization", QUANT),
+            (f"{QM}.acme.AcmeConfig", "added", "quantization", QUANT),
+            (f"{QM}.acme.AcmeLinearMethod", "added", "quantization", QUANT),
+        },
+    ),
+    "kv-connector": (
+        KV_EDITS,
+        {},
+        {
+            (f"{KVM}.factory[KVConnectorFactory.register_connector('AcmeConnector')]", "added", "kv-connector", KV_CMD),
+            (f"{KVM}.v1.acme_connector.AcmeConnector", "added", "kv-connector", KV_CMD),
+        },
+    ),
+    "attention-backend": (
+        {
+            "vllm/v1/attention/backends/registry.py": [
+                (
+                    '    FLASH_ATTN = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"\n',
+                    '    FLASH_ATTN = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"\n'
+                    '    ACME_ATTN = "vllm.v1.attention.backends.acme_attn.AcmeAttentionBackend"\n',
+                )
+            ],
+            "vllm/v1/attention/backends/acme_attn.py": """
+                from dataclasses import dataclass
+
+                from vllm.v1.attention.backend import AttentionBackend, AttentionImpl, AttentionMetadataBuilder
+
+
+                @dataclass
+                class AcmeAttentionMetadata:
+                    seq_lens: list[int]
+
+
+                class AcmeAttentionBackend(AttentionBackend):
+                    @staticmethod
+                    def get_name():
+                        return "ACME_ATTN"
+
+                    @staticmethod
+                    def get_impl_cls():
+                        return AcmeAttentionImpl
+
+                    @staticmethod
+                    def get_builder_cls():
+                        return AcmeAttentionMetadataBuilder
+
+
+                class AcmeAttentionImpl(AttentionImpl):
+                    def forward(self, layer, query, key, value, kv_cache, attn_metadata: AcmeAttentionMetadata):
+                        return query
+
+
+                class AcmeAttentionMetadataBuilder(AttentionMetadataBuilder):
+                    def build(self, common_prefix_len, common_attn_metadata, fast_build=False):
+                        return AcmeAttentionMetadata(seq_lens=[])
+                """,
+        },
+        {},
+        {
+            (
+                f"vllm.v1.attention.backends.{name}",
+                change,
+                "attention-backend",
+                "vllm-scaffold add attention-backend acme --data backend_name=ACME_ATTN",
+            )
+            for name, change in [
+                ("registry.AttentionBackendEnum", "changed"),
+                ("acme_attn.AcmeAttentionMetadata", "added"),
+                ("acme_attn.AcmeAttentionBackend", "added"),
+                ("acme_attn.AcmeAttentionImpl", "added"),
+                ("acme_attn.AcmeAttentionMetadataBuilder", "added"),
+            ]
+        },
+    ),
+    "model": (
+        {
+            "vllm/model_executor/models/registry.py": [
+                (
+                    '    "AfmoeForCausalLM": ("afmoe", "AfmoeForCausalLM"),\n',
+                    '    "AfmoeForCausalLM": ("afmoe", "AfmoeForCausalLM"),\n'
+                    '    "AcmeForCausalLM": ("acme", "AcmeForCausalLM"),\n',
+                )
+            ],
+            "vllm/model_executor/models/acme.py": """
+                from torch import nn
+
+
+                class AcmeDecoderLayer(nn.Module):
+                    pass
+
+
+                class AcmeModel(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.layers = nn.ModuleList([AcmeDecoderLayer()])
+
+
+                class AcmeForCausalLM(nn.Module):
+                    def __init__(self, *, vllm_config, prefix=""):
+                        super().__init__()
+                        self.model = AcmeModel()
+                """,
+        },
+        {},
+        {
+            (
+                f"vllm.model_executor.models.{name}",
+                change,
+                "model",
+                "vllm-scaffold add model acme --data architecture=AcmeForCausalLM",
+            )
+            for name, change in [
+                ("registry._TEXT_GENERATION_MODELS", "changed"),
+                ("acme.AcmeDecoderLayer", "added"),
+                ("acme.AcmeModel", "added"),
+                ("acme.AcmeForCausalLM", "added"),
+            ]
+        },
+    ),
+    "platform": (
+        {
+            "vllm/platforms/__init__.py": [
+                (
+                    '    "cpu": cpu_platform_plugin,\n',
+                    '    "cpu": cpu_platform_plugin,\n    "acme": acme_platform_plugin,\n',
+                ),
+                (
+                    "def _is_amd_zen_cpu() -> bool:\n",
+                    "def acme_platform_plugin() -> str | None:\n"
+                    '    return "vllm.platforms.acme.AcmePlatform" if os.path.exists("/dev/acme0") else None\n\n\n'
+                    "def _is_amd_zen_cpu() -> bool:\n",
+                ),
+            ],
+            "vllm/platforms/acme.py": """
+                from vllm.platforms.interface import Platform, PlatformEnum
+
+
+                class AcmePlatform(Platform):
+                    _enum = PlatformEnum.OOT
+                    device_name = "acme"
+                """,
+        },
+        {},
+        {
+            ("vllm.platforms.builtin_platform_plugins", "changed", "platform", "vllm-scaffold add platform acme"),
+            ("vllm.platforms.acme_platform_plugin", "added", "platform", "vllm-scaffold add platform acme"),
+            ("vllm.platforms.acme.AcmePlatform", "added", "platform", "vllm-scaffold add platform acme"),
+        },
+    ),
+    "logits-processor": (
+        {
+            "vllm/v1/sample/logits_processor/builtin.py": [
+                (
+                    "class MinPLogitsProcessor(LogitsProcessor):\n",
+                    "class AcmeBanLogitsProcessor(LogitsProcessor):\n    def apply(self, logits):\n"
+                    "        return logits\n\n\n"
+                    "class MinPLogitsProcessor(LogitsProcessor):\n",
+                ),
+            ],
+            "vllm/v1/sample/logits_processor/__init__.py": [
+                ("    MinPLogitsProcessor,\n]\n", "    MinPLogitsProcessor,\n    AcmeBanLogitsProcessor,\n]\n"),
+            ],
+        },
+        {},
+        {
+            (
+                "vllm.v1.sample.logits_processor.builtin.AcmeBanLogitsProcessor",
+                "added",
+                "logits-processor",
+                "vllm-scaffold add logits-processor acme_ban",
+            ),
+            (
+                "vllm.v1.sample.logits_processor.BUILTIN_LOGITS_PROCESSORS",
+                "changed",
+                "logits-processor",
+                "vllm-scaffold add logits-processor acme_ban",
+            ),
+        },
+    ),
+    "linear-kernel": (
+        {
+            "vllm/model_executor/kernels/linear/__init__.py": [
+                (
+                    "    PlatformEnum.CPU: [ZentorchInt8ScaledMMLinearKernel, CPUInt8ScaledMMLinearKernel],\n",
+                    "    PlatformEnum.CPU: [\n        AcmeInt8ScaledMMLinearKernel,\n"
+                    "        ZentorchInt8ScaledMMLinearKernel,\n"
+                    "        CPUInt8ScaledMMLinearKernel,\n    ],\n",
+                ),
+            ],
+            "vllm/model_executor/kernels/linear/scaled_mm/acme.py": """
+                from vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel import Int8ScaledMMLinearKernel
+
+
+                class AcmeInt8ScaledMMLinearKernel(Int8ScaledMMLinearKernel):
+                    @classmethod
+                    def is_supported(cls, compute_capability=None):
+                        return True, None
+                """,
+        },
+        {},
+        {
+            (
+                "vllm.model_executor.kernels.linear._POSSIBLE_INT8_KERNELS",
+                "changed",
+                "linear-kernel",
+                "vllm-scaffold add linear-kernel acme --data kind=int8",
+            ),
+            (
+                "vllm.model_executor.kernels.linear.scaled_mm.acme.AcmeInt8ScaledMMLinearKernel",
+                "added",
+                "linear-kernel",
+                "vllm-scaffold add linear-kernel acme --data kind=int8",
+            ),
+        },
+    ),
+    "io-processor": (
+        {
+            "vllm/plugins/io_processors/acme.py": """
+                from vllm.plugins.io_processors.interface import IOProcessor
+
+
+                class AcmeIOProcessor(IOProcessor):
+                    def parse_data(self, data):
+                        return data
+                """,
+        },
+        {},
+        {
+            (
+                "vllm.plugins.io_processors.acme.AcmeIOProcessor",
+                "added",
+                "io-processor",
+                "vllm-scaffold add io-processor acme",
+            )
+        },
+    ),
+    "lora-resolver": (
+        {
+            "vllm/plugins/lora_resolvers/acme_resolver.py": """
+                from vllm.lora.resolver import LoRAResolver, LoRAResolverRegistry
+
+
+                class AcmeResolver(LoRAResolver):
+                    async def resolve_lora(self, base_model_name, lora_name):
+                        return None
+
+
+                def register_acme_resolver():
+                    LoRAResolverRegistry.register_resolver("Acme Resolver", AcmeResolver())
+                """,
+        },
+        {},
+        {
+            (
+                "vllm.plugins.lora_resolvers.acme_resolver.AcmeResolver",
+                "added",
+                "lora-resolver",
+                "vllm-scaffold add lora-resolver acme",
+            ),
+            (
+                "vllm.plugins.lora_resolvers.acme_resolver.register_acme_resolver",
+                "added",
+                "lora-resolver",
+                "vllm-scaffold add lora-resolver acme",
+            ),
+        },
+    ),
+    "stat-logger": (
+        {
+            "vllm/v1/metrics/loggers.py": [
+                (
+                    "class AggregateStatLoggerBase(StatLoggerBase):\n",
+                    "class AcmeStatLogger(StatLoggerBase):\n"
+                    "    def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=0):\n"
+                    "        pass\n\n\n"
+                    "class AggregateStatLoggerBase(StatLoggerBase):\n",
+                ),
+            ]
+        },
+        {},
+        {("vllm.v1.metrics.loggers.AcmeStatLogger", "added", "stat-logger", "vllm-scaffold add stat-logger acme")},
+    ),
+    "endpoint": (
+        {
+            "vllm/entrypoints/serve/profile/api_router.py": [
+                (
+                    "class StartProfileRequest(BaseModel):\n",
+                    '@router.get("/acme/info")\nasync def acme_info(raw_request: Request):\n'
+                    '    return {"acme": True}\n\n\n'
+                    "class StartProfileRequest(BaseModel):\n",
+                ),
+            ]
+        },
+        {},
+        {
+            (
+                "vllm.entrypoints.serve.profile.api_router.acme_info",
+                "added",
+                "endpoint",
+                "vllm-scaffold add endpoint acme --data route_prefix=/acme",
+            )
+        },
+    ),
+    "custom-op": (
+        {
+            "vllm/model_executor/layers/layernorm.py": [
+                (
+                    "    def forward_cuda(\n        self,\n        x: torch.Tensor,\n"
+                    "        residual: torch.Tensor | None = None,\n"
+                    "    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:\n",
+                    "    def forward_cuda(\n        self,\n        x: torch.Tensor,\n"
+                    "        residual: torch.Tensor | None = None,\n"
+                    "    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:\n        x = x.contiguous()\n",
+                ),
+            ]
+        },
+        {},
+        {
+            (
+                "vllm.model_executor.layers.layernorm.RMSNorm.forward_cuda",
+                "changed",
+                "custom-op",
+                "vllm-scaffold add custom-op rms_norm --data op=RMSNorm",
+            )
+        },
+    ),
+    "scheduler": (
+        SCHED_EDITS,
+        {},
+        {
+            (
+                "vllm.v1.core.sched.scheduler.Scheduler.schedule",
+                "changed",
+                "scheduler",
+                "vllm-scaffold add scheduler scheduler",
+            )
+        },
+    ),
+    "general-plugin": (
+        {"vllm/__init__.py": [("\nimport ", '\nimport os\nos.environ.setdefault("ACME_FAST_INIT", "1")\nimport ')]},
+        {},
+        {
+            (
+                "vllm[os.environ.setdefault('ACME_FAST_INIT')]",
+                "added",
+                "general-plugin",
+                "vllm-scaffold add general-plugin hooks",
+            )
+        },
+    ),
+    "patch": (
+        SAMPLER_EDITS,
+        {},
+        {
+            ("vllm.v1.sample.sampler.Sampler.forward", "changed", "patch", PATCH_CMD),
+            ("vllm.v1.sample.sampler.Sampler.acme_clamp", "added", "patch", PATCH_CMD),
+        },
+    ),
+    "fork": (
+        {
+            **ENGINE_ARGS_EDITS,
+            # copied at import by other modules (from ... import NULL_BLOCK_ID)
+            "vllm/v1/attention/backends/utils.py": [("NULL_BLOCK_ID = 0\n", "NULL_BLOCK_ID = -1\n")],
+            # read while its own module is imported (the type alias is used in annotations evaluated then)
+            "vllm/v1/worker/gpu_model_runner.py": [
+                (
+                    "AttnMetadataDict: TypeAlias = dict[str, AttentionMetadata]\n",
+                    "AttnMetadataDict: TypeAlias = dict[str, AttentionMetadata | None]\n",
+                ),
+            ],
+            # the class itself (a class attribute) of a class no seam replaces; a value read only at call time
+            "vllm/v1/engine/core.py": [
+                (
+                    'class EngineCore:\n    """Inner loop of vLLM\'s Engine."""\n',
+                    'class EngineCore:\n    """Inner loop of vLLM\'s Engine."""\n\n    acme_tracing = True\n',
+                ),
+                ("HANDSHAKE_TIMEOUT_MINS = 5\n", "HANDSHAKE_TIMEOUT_MINS = 30\n"),
+            ],
+            "vllm/utils/mem_utils.py": [
+                ('def format_kib(b: int) -> str:\n    return f"{round(b / KiB_bytes, 2)}"\n\n\n', "")
+            ],
+            "vllm/model_executor/layers/fused_moe/configs/E=8,N=1024,device_name=Acme_X1.json": '{"1": {}}\n',
+        },
+        {"csrc/acme/fused_norm.cu": "// a fused kernel\n", "tests/test_acme.py": "def test_acme():\n    pass\n"},
+        {
+            ("vllm.engine.arg_utils.EngineArgs", "changed", "fork", ""),
+            ("vllm.v1.attention.backends.utils.NULL_BLOCK_ID", "changed", "fork", ""),
+            ("vllm.v1.worker.gpu_model_runner.AttnMetadataDict", "changed", "fork", ""),
+            ("vllm.v1.engine.core.EngineCore", "changed", "fork", ""),
+            (
+                "vllm.v1.engine.core.HANDSHAKE_TIMEOUT_MINS",
+                "changed",
+                "general-plugin",
+                "vllm-scaffold add general-plugin hooks",
+            ),
+            ("vllm.utils.mem_utils.format_kib", "removed", "fork", ""),
+            (
+                "vllm/model_executor/layers/fused_moe/configs/E=8,N=1024,device_name=Acme_X1.json",
+                "added",
+                "fork",
+                "",
+            ),
+        },
+    ),
+}
+
+# The most realistic fork: a hardware vendor's, with a quantization method, a KV connector to its storage, a
+# scheduling tweak, a sampler fix, an engine flag, a CUDA kernel, tests, docs and a benchmark.
+REALISTIC = "acme-fork"
+FIXTURES[REALISTIC] = (
+    {**QUANT_EDITS, **KV_EDITS, **SCHED_EDITS, **SAMPLER_EDITS, **ENGINE_ARGS_EDITS},
+    {
+        "csrc/acme/int8_gemm.cu": "// the int8 GEMM of the acme method\n",
+        "tests/quantization/test_acme.py": "def test_acme():\n    pass\n",
+        "docs/features/acme.md": "# Acme\n",
+        "benchmarks/bench_acme.py": "print('acme')\n",
+    },
+    FIXTURES["quantization"][2]
+    | FIXTURES["kv-connector"][2]
+    | FIXTURES["scheduler"][2]
+    | FIXTURES["patch"][2]
+    | {("vllm.engine.arg_utils.EngineArgs", "changed", "fork", "")},
+)
+
+
+def routed(result) -> Expected:  # noqa: ANN001
+    return {(e.symbol, e.change, e.route.route, e.route.command()) for e in result.entries}
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES))
+def test_fixture_routes_every_change_as_expected(fixture: str, wheel: Path, tmp_path: Path) -> None:
+    edits, outside, expected = FIXTURES[fixture]
+    result = triage(build_fork(wheel, tmp_path / "fork", edits, outside))
+    assert routed(result) == expected, "\n".join(result.describe())
+
+
+def test_every_templated_seam_has_a_fixture() -> None:
+    from vllm_scaffold.catalog import templated_keys
+
+    routes = {route for _e, _o, expected in FIXTURES.values() for _s, _c, route, _cmd in expected}
+    assert set(templated_keys()) <= routes
+
+
+def test_realistic_fork_plan_and_outside_files(wheel: Path, tmp_path: Path) -> None:
+    edits, outside, _expected = FIXTURES[REALISTIC]
+    result = triage(build_fork(wheel, tmp_path / "acme-vllm", edits, outside))
+    assert result.plan() == "10 changed symbols become 3 components, 1 patch and 1 that stays a fork"
+    assert sorted(result.commands()) == sorted([QUANT, KV_CMD, PATCH_CMD, "vllm-scaffold add scheduler scheduler"])
+    listed = {item.path: item.why for item in result.outside}
+    assert set(listed) == set(outside)
+    assert "C++/CUDA" in listed["csrc/acme/int8_gemm.cu"] and not listed["docs/features/acme.md"]
+
+
+def test_cli_json_gives_each_symbol_its_route_and_command(wheel: Path, tmp_path: Path) -> None:
+    edits, outside, expected = FIXTURES["patch"]
+    fork = build_fork(wheel, tmp_path / "fork", edits, outside)
+    result = run_cli("triage", str(fork), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert {(s["symbol"], s["change"], s["route"], s["command"]) for s in report["symbols"]} == expected
+    for entry in report["symbols"]:
+        assert set(entry) == {"symbol", "file", "change", "route", "command", "why"}
+        assert entry["file"] == "vllm/v1/sample/sampler.py" and entry["why"]
+    assert report["plan"]["line"] == "2 changed symbols become 0 components, 1 patch and 0 that stay a fork"
+
+
+def test_cli_table_ends_with_the_plan(wheel: Path, tmp_path: Path) -> None:
+    edits, outside, _expected = FIXTURES["scheduler"]
+    result = run_cli("triage", str(build_fork(wheel, tmp_path / "fork", edits, outside)))
+    assert result.exit_code == 0, result.output
+    assert "plan: 1 changed symbol becomes 1 component, 0 patches and 0 that stay a fork" in result.stdout
+    assert "vllm-scaffold new scheduler scheduler" in result.stdout
+
+
+def test_formatting_comments_and_docstrings_are_no_change(wheel: Path, tmp_path: Path) -> None:
+    """Reformatted code, a new comment and a changed docstring: nothing to route."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/core/sched/scheduler.py": [
+            (
+                "    def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:\n"
+                "        self.current_step += 1\n",
+                "    def schedule(\n        self, throttle_prefills: bool = False\n    ) -> SchedulerOutput:\n"
+                "        '''One step.'''\n        # counted first\n        self.current_step   +=   1\n",
+            ),
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert result.compared == 1 and result.entries == []
+
+
+def test_a_base_given_as_a_source_directory(wheel: Path, tmp_path: Path) -> None:
+    """--base PATH: the release's files as a directory (here the same few files, unedited)."""
+    edits, _outside, expected = FIXTURES["custom-op"]
+    fork = build_fork(wheel, tmp_path / "fork", edits)
+    (fork / "vllm" / "_version.py").unlink()
+    base = build_fork(wheel, tmp_path / "base", {path: [] for path in edits})
+    result = triage(fork, str(base))
+    assert routed(result) == expected and result.not_in_fork == 0
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (lambda root: root, [], "does not exist"),
+        (lambda root: (root.mkdir(), root)[1], [], "holds no vllm/ package"),
+        (lambda root: build_file_tree({"vllm/__init__.py": ""}, root), [], "--base VERSION"),
+        (
+            lambda root: build_file_tree(
+                {"vllm/__init__.py": "", "vllm/_version.py": "__version__ = '0.33.0.dev4+g1'"}, root
+            ),
+            [],
+            "development version",
+        ),
+        (lambda root: build_file_tree({"vllm/__init__.py": ""}, root), ["--base", "not-a-version"], "not-a-version"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    make: Callable[[Path], Path], args: list[str], message: str, tmp_path: Path
+) -> None:
+    root = make(tmp_path / "fork")
+    result = run_cli("triage", str(root), *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_the_worked_example_in_the_docs_is_triage_s_real_output(wheel: Path, tmp_path: Path) -> None:
+    edits, outside, _expected = FIXTURES[REALISTIC]
+    build_fork(wheel, tmp_path / "acme-vllm", edits, outside)
+    result = run_cli("triage", "acme-vllm", cwd=tmp_path)
+    page = (Path(__file__).parents[1] / "docs" / "triage.md").read_text(encoding="utf-8")
+    shown = page.split("$ vllm-scaffold triage acme-vllm\n", 1)[1].split("\n```", 1)[0]
+    assert result.stdout.rstrip("\n") == shown, "rewrite the example in docs/triage.md from this output"
+
+
+def test_a_folder_of_many_files_outside_vllm_is_one_line(wheel: Path, tmp_path: Path) -> None:
+    edits, _outside, _expected = FIXTURES["scheduler"]
+    many = {f"tests/v1/test_{n}.py": "" for n in range(13)} | {"csrc/ops.h": "", "setup.py": ""}
+    result = triage(build_fork(wheel, tmp_path / "fork", edits, many))
+    listed = {(item.path, item.files, bool(item.why)) for item in result.outside}
+    assert listed == {("tests/", 13, False), ("csrc/ops.h", 1, True), ("setup.py", 1, True)}
+
+
+def test_a_class_a_seam_covers_routes_to_it(wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `covers = ["vllm.v1.sample.sampler:Sampler"]` in a seam's entry, the patch fixture's changes
+    route to that seam instead of a patch."""
+    import dataclasses
+
+    from vllm_scaffold.catalog import load_catalog
+    from vllm_scaffold.route import routing
+
+    catalog = dict(load_catalog())
+    catalog["logits-processor"] = dataclasses.replace(
+        catalog["logits-processor"], covers=("vllm.v1.sample.sampler:Sampler",)
+    )
+    monkeypatch.setattr(routing, "load_catalog", lambda: catalog)
+    edits, outside, _expected = FIXTURES["patch"]
+    result = triage(build_fork(wheel, tmp_path / "fork", edits, outside))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.v1.sample.sampler.Sampler.forward", "logits-processor"),
+        ("vllm.v1.sample.sampler.Sampler.acme_clamp", "logits-processor"),
+    }

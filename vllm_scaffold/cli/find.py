@@ -1,0 +1,52 @@
+"""`vllm-scaffold find QUERY`: which seam reaches a piece of vLLM, or the smallest route when none does."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def command(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="A vLLM symbol (vllm.v1.sample.sampler.Sampler.forward), a file path in vLLM "
+            "(vllm/v1/worker/gpu_model_runner.py), or plain words ('kv cache offload').",
+            show_default=False,
+        ),
+    ],
+    release: Annotated[
+        str | None,
+        typer.Option(
+            "--vllm", metavar="VERSION", help="Answer for this shipped release (default: the newest engine-tested)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
+) -> None:
+    """Name the seam that reaches a vLLM symbol, file or topic, with its command; or the smallest route."""
+    from vllm_scaffold.cli.options import reporting
+
+    with reporting():
+        from vllm_scaffold import vllm_facts
+        from vllm_scaffold.errors import ScaffoldError
+        from vllm_scaffold.route.find import find
+
+        if release is None:
+            index = vllm_facts.default()
+        elif release in vllm_facts.shipped_versions():
+            index = vllm_facts.shipped(release)
+        else:
+            raise ScaffoldError(
+                f"--vllm {release} is not a shipped release", f"use one of {', '.join(vllm_facts.shipped_versions())}"
+            )
+        answer = find(query, index)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps({"query": answer.query, "vllm": answer.release, "route": answer.route,
+                               "command": answer.command, "lines": answer.lines}, indent=2))  # fmt: skip
+        return
+    from vllm_scaffold.terminal import console
+
+    console.lines([f"vLLM {answer.release}:", *answer.lines])
