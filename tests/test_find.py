@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
+from vllm_scaffold.catalog.registries import load_registries
 from vllm_scaffold.route import find as find_module
 from vllm_scaffold.route.find import Candidate, find, registry_candidates
 
@@ -54,7 +55,7 @@ QUERIES: dict[str, tuple[str, str]] = {
     "csrc/attention/attention_kernels.cu": ("fork", ""),
     "./vllm/platforms/cuda.py": ("platform", "new platform NAME"),
     # words
-    "kv cache offload": ("kv-connector", "new kv-connector NAME"),
+    "kv cache offload": ("kv-offloading-spec", "explain kv-offloading-spec"),
     "disaggregated prefill": ("kv-connector", "new kv-connector NAME"),
     "my own quantization method": ("quantization", "new quantization NAME"),
     "prometheus metrics": ("stat-logger", "new stat-logger NAME"),
@@ -88,7 +89,7 @@ def test_cli_answers_in_text_and_json_and_refuses_what_vllm_lacks() -> None:
     result = run_cli("find", "vllm.v1.sample.sampler.Sampler.forward", "--vllm", "0.31.0")
     assert result.exit_code == 0
     assert "vllm-scaffold add patch sampler_forward" in result.stdout and "0.31.0" in result.stdout
-    answer = json.loads(run_cli("find", "kv cache offload", "--json").stdout)
+    answer = json.loads(run_cli("find", "kv connector", "--json").stdout)
     assert answer["route"] == "kv-connector" and answer["vllm"].endswith(vllm_facts.default().version)
     for args in (["vllm.v1.no_such_module.Thing"], ["vllm/no/such/file.py"], ["x", "--vllm", "0.1.0"], ["   "]):
         result = run_cli("find", *args)
@@ -108,25 +109,21 @@ def test_find_needs_no_vllm_and_help_loads_nothing_heavy() -> None:
     assert "HEAVY []" in output and "sampler_forward" in output
 
 
-def test_registries_join_the_candidates_in_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A registry list (key, status, seam, registration, source, summary, keywords) is one more source."""
-
-    class Entry:
-        key = "tool-parser-registry"
-        status = "explained"
-        seam = None
-        registration = ("vllm.tool_parsers.abstract_tool_parser:ToolParserManager.register_module",)
-        source = "vllm/tool_parsers/abstract_tool_parser.py"
-        summary = "Tool-call parsers selected with --tool-call-parser."
-        keywords = ("tool calls", "tool call parser", "function calling")
-
-    sources = [*find_module.CANDIDATE_SOURCES, lambda: registry_candidates([Entry()])]
-    monkeypatch.setattr(find_module, "CANDIDATE_SOURCES", sources)
+def test_the_catalog_s_registries_are_candidates_too() -> None:
+    """Explained and internal registries (catalog/registries.toml) answer by symbol, file and words, with the
+    `explain` command; a templated one gives its seam."""
     index = vllm_facts.shipped("0.32.0")
-    for query in ("tool calls", "vllm.tool_parsers.abstract_tool_parser.ToolParserManager.register_module"):
+    expected = {
+        "vllm.v1.kv_offload.factory.OffloadingSpecFactory.register_spec": "kv-offloading-spec",
+        "tokenizer": "tokenizer",
+        "sleep mode": "sleep-mode-backend",
+    }
+    for query, key in expected.items():
         answer = find(query, index)
-        assert (answer.route, answer.command) == ("tool-parser-registry", "vllm-scaffold explain tool-parser-registry")
-    assert isinstance(registry_candidates([Entry()])[0], Candidate)
+        assert (answer.route, answer.command) == (key, f"vllm-scaffold explain {key}"), "\n".join(answer.lines)
+    candidates = registry_candidates(load_registries().values())
+    assert all(isinstance(candidate, Candidate) for candidate in candidates)
+    assert {candidate.status for candidate in candidates} == {"templated", "explained", "internal"}
 
 
 def test_a_seam_s_covers_route_its_classes_and_functions(monkeypatch: pytest.MonkeyPatch) -> None:

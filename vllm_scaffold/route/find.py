@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.catalog.registries import load_registries
 from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import FORK, PATCH, Router, dotted
@@ -91,7 +92,7 @@ def registry_candidates(entries: Iterable[RegistryEntry]) -> list[Candidate]:
             key=entry.key,
             status=entry.status,
             seam=entry.seam or "",
-            title=entry.key,
+            title=getattr(entry, "title", entry.key),
             summary=entry.summary,
             keywords=tuple(entry.keywords),
             symbols=tuple(dotted(s) for s in entry.registration),
@@ -102,7 +103,10 @@ def registry_candidates(entries: Iterable[RegistryEntry]) -> list[Candidate]:
 
 
 # Where `find`'s candidates come from, in the order they are preferred on a tie.
-CANDIDATE_SOURCES: list[Callable[[], Iterable[Candidate]]] = [seam_candidates]
+CANDIDATE_SOURCES: list[Callable[[], Iterable[Candidate]]] = [
+    seam_candidates,
+    lambda: registry_candidates(load_registries().values()),
+]
 
 
 @dataclass

@@ -18,7 +18,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from vllm_scaffold.vllm_facts.build import is_type_checking
+from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 FUNCTION = "function"
 CLASS = "class"
