@@ -56,7 +56,7 @@ def lines_per_release() -> tuple[dict[str, dict[tuple[str, str, str], int]], lis
 
 
 def facts_list(lines: dict[str, dict[tuple[str, str, str], int]]) -> str:
-    parts = [BEGIN, "", "| fact | releases | claim | evidence |", "| --- | --- | --- | --- |"]
+    parts = [BEGIN, "", "| fact | releases | claim | evidence | doctor codes |", "| --- | --- | --- | --- | --- |"]
     for key, fact in facts.facts().items():
         for holds in fact.holds:
             single = facts.Fact(key, (holds,))
@@ -64,7 +64,8 @@ def facts_list(lines: dict[str, dict[tuple[str, str, str], int]]) -> str:
             evidence = facts.citation_of(single, known)
             absent = [f"`{e.file}` lacks `{e.absent}`" for e in holds.evidence if e.absent is not None]
             cell = "; ".join(x for x in [evidence, *absent] if x)
-            parts.append(f"| `{key}` | {', '.join(holds.releases)} | {holds.claim} | {cell} |")
+            backs = ", ".join(f"`{code}`" for code in fact.backs)
+            parts.append(f"| `{key}` | {', '.join(holds.releases)} | {holds.claim} | {cell} | {backs} |")
     return "\n".join([*parts, "", END])
 
 

@@ -118,9 +118,17 @@ def test_every_reference_names_a_fact() -> None:
     assert not unknown, unknown
 
 
-def test_every_fact_is_stated_somewhere() -> None:
+def test_every_fact_is_stated_somewhere_or_backs_a_doctor_code() -> None:
     stated = {key for where, key in _references() if where != facts_docs.FACTS_PAGE.name}
-    assert set(facts.facts()) <= stated, set(facts.facts()) - stated
+    backing = {key for key, fact in facts.facts().items() if fact.backs}
+    assert set(facts.facts()) <= stated | backing, set(facts.facts()) - stated - backing
+    unknown = {code for fact in facts.facts().values() for code in fact.backs} - set(codes.codes())
+    assert not unknown, f"facts back doctor codes codes.toml does not have: {unknown}"
+    registry = (ROOT / "vllm_scaffold/doctor/report/codes.toml").read_text(encoding="utf-8")
+    for block in registry.split("[[section.code]]")[1:]:
+        code = re.search(r'code = "([a-z0-9-]+)"', block).group(1)  # type: ignore[union-attr]
+        for key in re.findall(r"\{fact:([a-z0-9-]+)\}", block):
+            assert code in facts.fact(key).backs, f"{code} states {key}: name it in the fact's `backs`"
 
 
 def test_catalog_and_codes_state_the_claims() -> None:

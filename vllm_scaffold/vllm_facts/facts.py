@@ -52,6 +52,7 @@ class Holds:
 class Fact:
     key: str
     holds: tuple[Holds, ...]
+    backs: tuple[str, ...] = ()  # the doctor codes whose verdict rests on it
 
     @property
     def releases(self) -> tuple[str, ...]:
@@ -87,6 +88,7 @@ def facts() -> dict[str, Fact]:
                 )
                 for h in table["holds"]
             ),
+            tuple(table.get("backs", ())),
         )
         for key, table in data.items()
     }
