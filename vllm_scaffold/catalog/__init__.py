@@ -21,6 +21,7 @@ from vllm_scaffold.catalog.registries import REGISTRIES_FILE
 from vllm_scaffold.catalog.registries import Registry as Registry
 from vllm_scaffold.catalog.registries import load_registries as load_registries
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts.facts import expand
 
 CATALOG_DIR = Path(__file__).parent
 
@@ -115,6 +116,8 @@ def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:
                 "declare it as a field of Seam in vllm_scaffold/catalog/__init__.py, or remove it",
             )
         values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
+    if "pitfalls" in values:  # a pitfall may state a vLLM fact as {fact:KEY} (vllm_facts/facts.toml)
+        values["pitfalls"] = tuple(expand(str(p)) for p in values["pitfalls"])  # type: ignore[union-attr]
     required = [f.name for f in fields(Seam) if f.default is MISSING and f.default_factory is MISSING]
     missing = [name for name in required if name != "key" and name not in values]
     if missing:

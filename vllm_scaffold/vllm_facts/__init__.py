@@ -8,6 +8,8 @@ checks against releases that are not installed.
 - `index.py` answers questions about one index (`ReleaseIndex`);
 - `store.py` finds indexes: shipped under `releases/`, cached, or built on demand;
 - `releases/` holds the shipped indexes, written by `scripts/build_vllm_index.py`.
+- `facts.toml` (read by `facts.py`) holds the claims about vLLM's behaviour the tool states, each with the
+  releases it holds for and the anchors in their sources that are its evidence (docs/facts.md).
 
 Which releases the templates are verified on, and how: every shipped release is API-checked (the repository's
 suite runs the static `doctor --vllm` check of every generated package against it); the releases in

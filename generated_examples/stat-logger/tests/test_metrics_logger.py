@@ -3,7 +3,8 @@
 The engine tests run in this process: an offline `LLM` (it must not load the group, so no file appears),
 then an offline `AsyncLLM` (its front end here, its engine core in a subprocess, as always) that generates
 with different lengths and calls `do_log_stats()` (what the server does every VLLM_LOG_STATS_INTERVAL
-seconds). The token counts in the file must equal what the requests report.
+seconds unless it runs with --disable-log-stats). The token counts in the file must equal what the requests
+report.
 """
 
 from __future__ import annotations

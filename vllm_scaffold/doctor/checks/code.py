@@ -23,7 +23,8 @@ from vllm_scaffold.doctor.reading.source import (
     resolve_relative,
 )
 from vllm_scaffold.doctor.report.findings import Finding, error, info, warning
-from vllm_scaffold.vllm_facts.linear_kernels import KINDS
+from vllm_scaffold.vllm_facts import facts
+from vllm_scaffold.vllm_facts.linear_kernels import kinds
 
 
 def registration_timing(ctx: Context) -> list[Finding]:
@@ -220,10 +221,18 @@ def _calls_method(ctx: Context, name: str) -> bool:
 
 
 def linear_kernel_kinds(ctx: Context) -> list[Finding]:
-    calls = all_calls(ctx.package, frozenset({"register_linear_kernel"}))
-    unknown = [(call, kind) for call in calls if (kind := call.constant(2, "kernel_type")) not in (None, *KINDS)]
-    fix = f"use one of {', '.join(KINDS)}"
-    what = "is not one register_linear_kernel accepts: it raises ValueError in every process"
+    return bad_linear_kernel_kinds(ctx.package, ctx.vllm.version)
+
+
+def bad_linear_kernel_kinds(package: PluginPackage, version: str | None) -> list[Finding]:
+    """`register_linear_kernel` calls whose `kernel_type` vLLM `version` does not accept (None: the reference
+    release); `doctor --vllm` runs it for each release named."""
+    accepted = kinds(version)
+    calls = all_calls(package, frozenset({"register_linear_kernel"}))
+    unknown = [(call, kind) for call in calls if (kind := call.constant(2, "kernel_type")) not in (None, *accepted)]
+    fix = f"use one of {', '.join(accepted)}"
+    release = f"vLLM {version}" if version else "vLLM"
+    what = f"is not one register_linear_kernel of {release} accepts: it raises ValueError in every process"
     return [error("linear-kernel-bad-kind", call.where, f"kernel_type '{kind}' {what}", fix) for call, kind in unknown]
 
 
@@ -525,14 +534,14 @@ def _side_effect_warnings(
 
 
 def platform_detectors(ctx: Context) -> list[Finding]:
-    """vLLM calls each detector once during detection and again for the winner, in every process."""
+    """vLLM calls every detector once in every process, and the winning one again (facts.toml)."""
     findings = []
     for ep, module, detector, side_effects in _side_effect_warnings(
         ctx,
         vllm_facts.PLATFORM,
         "platform-detector-side-effects",
         all_kinds=True,
-        consequence="vLLM calls it at least twice in every process, even when another platform wins",
+        consequence=facts.fact("platform-detector-calls").text(),
         fix="only probe and return the Platform's dotted path or None; move setup into the Platform class "
         "(check_and_update_config, pre_register_and_update)",
     ):

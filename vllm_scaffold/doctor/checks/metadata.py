@@ -32,7 +32,9 @@ def entry_point_groups(ctx: Context) -> list[Finding]:
 
 
 def entry_point_targets(ctx: Context) -> list[Finding]:
-    """A target module or attribute that is not in the package (the import error is only logged by vLLM)."""
+    """A target module or attribute that is not in the package: vLLM logs the failure and carries on, except
+    for `vllm.logits_processors`, whose loaders raise (the facts `ep-load-failure-logged` and
+    `ep-logits-load-failure-fatal`)."""
     findings = []
     for ep in ctx.package.entry_points:
         if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):

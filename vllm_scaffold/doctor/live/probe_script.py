@@ -23,7 +23,7 @@ import sys
 from types import SimpleNamespace
 
 from vllm_scaffold.doctor.reading.installed import ENDPOINT, GENERAL, IO_PROCESSOR, LOGITS, PLATFORM, STAT_LOGGER
-from vllm_scaffold.vllm_facts import linear_kernels
+from vllm_scaffold.vllm_facts import facts, linear_kernels
 
 EVERY_PROCESS = (GENERAL, PLATFORM)
 V1_BASE = "vllm.v1.sample.logits_processor.LogitsProcessor"
@@ -34,6 +34,11 @@ findings: list[dict[str, str]] = []
 
 def report(severity: str, code: str, where: str, message: str, fix: str) -> None:
     findings.append({"severity": severity, "code": code, "where": where, "message": message, "fix": fix})
+
+
+def load_failure(group: str) -> str:
+    """What vLLM does with an entry point of `group` that fails to load."""
+    return facts.fact("ep-logits-load-failure-fatal" if group == LOGITS else "ep-load-failure-logged").text()
 
 
 def where(ep: dict[str, str]) -> str:
@@ -119,8 +124,7 @@ def probe_imports(own: list[dict[str, str]]) -> None:
                 "error",
                 "ep-import-fails",
                 where(ep),
-                f"importing {module} raises {describe(failure)}; vLLM only logs this and the plugin silently "
-                "does nothing",
+                f"importing {module} raises {describe(failure)}. {load_failure(ep['group'])}",
                 "fix the import (run `python -c 'import " + module + "'` with only this package installed)",
             )
         elif ep["group"] in EVERY_PROCESS and not had_torch and "torch" in sys.modules and not vllm_imports_torch():
@@ -168,9 +172,11 @@ class Registries:
 
             self.dicts["model"] = ModelRegistry.models
         if "register_linear_kernel" in apis:
+            import vllm
             import vllm.model_executor.kernels.linear as linear
 
-            self.kernels = {kind: getattr(linear, linear_kernels.table(kind)) for kind in linear_kernels.KINDS}
+            accepted = linear_kernels.kinds(vllm.__version__)
+            self.kernels = {kind: getattr(linear, linear_kernels.table(kind)) for kind in accepted}
 
     def capture(self) -> dict:
         return {
@@ -353,11 +359,11 @@ def check_endpoint(ep: dict[str, str], factory) -> None:
         problem = f"the object it returns has no {', '.join(missing)}" if missing else None
         if not missing and plugin.name != ep["name"]:
             report(
-                "warning",
+                "info",
                 "endpoint-name-mismatch",
                 where(ep),
-                f"the plugin calls itself '{plugin.name}' but VLLM_PLUGINS must name the entry point "
-                f"'{ep['name']}'; vLLM's logs show the former",
+                f"the plugin calls itself '{plugin.name}' but its entry point is '{ep['name']}'. "
+                + facts.fact("endpoint-name-unread").text(),
                 f"set name = \"{ep['name']}\" (or rename the entry point to '{plugin.name}')",
             )
     if problem:
@@ -392,8 +398,7 @@ def check_quantization(name: str, config_cls) -> None:
             "error",
             "quant-linear-method-none",
             f"quantization '{name}' ({config_cls.__module__}.{config_cls.__qualname__})",
-            "get_quant_method returns None for a linear layer: vLLM then builds the layer unquantized, so the "
-            "method never runs and the checkpoint's quantized weights do not load",
+            "get_quant_method returns None for a linear layer. " + facts.fact("quant-method-none-raises").text(),
             "return your LinearMethodBase for isinstance(layer, LinearBase) (UnquantizedLinearMethod() only for "
             "layers you deliberately skip)",
         )
@@ -548,8 +553,8 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
                 "error",
                 "general-plugin-not-idempotent",
                 where(ep),
-                f"called a second time in the same process it {what}; a plugin must be safe to call again "
-                "(tests, model inspection, tools that call load_general_plugins themselves)",
+                f"called a second time in the same process it {what}. "
+                + facts.fact("general-plugins-once-per-process").text(),
                 "guard the body with a module-level flag set at its first line, as generated plugins do",
             )
     for name, config_cls in own_changes.get("quantization", {}).items():

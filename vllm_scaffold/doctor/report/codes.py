@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from vllm_scaffold.vllm_facts.facts import expand
+
 REGISTRY = Path(__file__).with_name("codes.toml")
 
 
@@ -40,7 +42,10 @@ def sections() -> tuple[Section, ...]:
         Section(
             entry["title"],
             entry.get("intro", ""),
-            tuple(Code(section=entry["title"], **code) for code in entry.get("code", [])),
+            tuple(
+                Code(section=entry["title"], **{**code, "summary": expand(code["summary"])})
+                for code in entry.get("code", [])
+            ),
         )
         for entry in data["section"]
     )

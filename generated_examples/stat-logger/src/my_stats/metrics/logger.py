@@ -5,8 +5,8 @@ vLLM loads this class through the `vllm.stat_logger_plugins` entry point `my_sta
 VLLM_PLUGINS. The offline `LLM` never does (`LLMEngine.from_engine_args(..., stat_loggers=[...])` can).
 vLLM instantiates it once per engine (data-parallel rank) as `Cls(vllm_config, engine_index)`, calls
 `record()` after every batch of engine outputs and `log()` once per logging interval: the server every
-VLLM_LOG_STATS_INTERVAL seconds (10 by default), an offline `AsyncLLM` whenever you
-`await engine.do_log_stats()`.
+VLLM_LOG_STATS_INTERVAL seconds (10 by default) unless it runs with `--disable-log-stats` (then never: only
+the `engine_initialized` line is written), an offline `AsyncLLM` whenever you `await engine.do_log_stats()`.
 
 The file is ${MY_STATS_METRICS_FILE}, else `my_stats-stats.jsonl`. Each line is written with a single append,
 so several API-server processes can share one file. SchedulerStats and IterationStats are declared

@@ -84,7 +84,7 @@ async def budget(body: BudgetRequest, request: Request) -> BudgetResponse:
 class MyEndpointEndpoint:
     """The object vLLM's `load_endpoint_plugins` gets from the entry point (the class is the factory)."""
 
-    # Must equal the entry-point name: VLLM_PLUGINS matches the entry point, logs show this.
+    # The entry-point name. vLLM never reads this: VLLM_PLUGINS and its logs use the entry-point name.
     name = "my_endpoint"
     # The routes read a generating model's limits: not loaded on servers without the generate task.
     required_tasks: tuple[SupportedTask, ...] | None = ("generate",)

@@ -1,0 +1,233 @@
+"""The claims about vLLM in vllm_scaffold/vllm_facts/facts.toml hold on every release they name, and every
+page, pitfall, doctor summary and message states them from there (docs/facts.md).
+
+Each release's sources: the installed vLLM (the suite's environment), the `.venv-VERSION` environments
+scripts/test.sh creates, else the release's wheel from the tool's cache, downloaded once with
+`pip download --no-deps` when missing (a release whose sources cannot be had is skipped, with the reason).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import facts_docs
+from tests.helpers import build_file_tree
+from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.doctor.checks.code import bad_linear_kernel_kinds
+from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.report import codes
+from vllm_scaffold.doctor.runner import diagnose_releases
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts import facts, linear_kernels, shipped_versions
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASES = facts_docs.releases()
+
+
+def _sources(version: str) -> facts.Sources:
+    try:
+        return facts.release_sources(version, facts_docs.trees())
+    except ScaffoldError as error:
+        pytest.skip(f"the sources of vLLM {version} are not at hand: {error}")
+
+
+@pytest.fixture(scope="module")
+def lines() -> dict[str, dict[tuple[str, str, str], int]]:
+    found = {}
+    for version in RELEASES:
+        _problems, found[version] = facts.check(version, _sources(version))
+    return found
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_anchor_holds_on_the_release(version: str) -> None:
+    problems, _lines = facts.check(version, _sources(version))
+    assert not problems, "\n".join(str(p) for p in problems)
+
+
+def test_facts_name_shipped_releases_only() -> None:
+    for key, fact in facts.facts().items():
+        assert set(fact.releases) <= set(shipped_versions()), key
+        assert len(fact.releases) == len(set(fact.releases)), f"{key} names a release in two `holds`"
+
+
+def test_a_gone_anchor_fails_naming_the_fact_and_the_file(tmp_path: Path) -> None:
+    """A release tree where one anchor moved away and one `absent` text appeared."""
+    tree = build_file_tree(
+        {
+            "vllm/platforms/__init__.py": """
+                def resolve_current_platform_cls_qualname() -> str:
+                    log = logger.debug if name in builtin_platform_plugins else logger.warning
+            """,
+        },
+        tmp_path,
+    )
+    problems, found = facts.check("0.32.0", facts.directory_sources(tree))
+    text = "\n".join(str(p) for p in problems)
+    assert "vLLM fact 'platform-detector-calls' on 0.32.0: vllm/platforms/__init__.py: anchor" in text
+    assert "vLLM fact 'platform-detector-failure-log' on 0.32.0: vllm/platforms/__init__.py: 'log = " in text
+    assert "vLLM fact 'linear-kernel-kinds' on 0.32.0: vllm/model_executor/kernels/linear/__init__.py: " in text
+    anchor = "def resolve_current_platform_cls_qualname() -> str:"
+    assert found[("cite-platform-resolve", "vllm/platforms/__init__.py", anchor)] == 1
+
+
+def test_a_multi_line_anchor_matches_consecutive_lines_without_indentation() -> None:
+    text = "x = 1\n    if a:\n        return\n    b()\n"
+    assert facts.locate(text, "if a:\nreturn") == [2]
+    assert facts.locate(text, "if a:\nb()") == []
+
+
+def test_pages_state_the_facts_as_the_script_writes_them(lines: dict[str, dict[tuple[str, str, str], int]]) -> None:
+    for page, text in facts_docs.pages(lines).items():
+        assert page.read_text(encoding="utf-8") == text, f"{page.name} is stale: run python scripts/facts_docs.py"
+
+
+def test_seam_pages_write_no_line_number_by_hand() -> None:
+    """Every `file.py:LINE` citation of a seam page comes from a marker the script fills."""
+    for page in facts_docs.PAGES:
+        outside = facts.MARKER.sub("", page.read_text(encoding="utf-8"))
+        assert not re.findall(r"\.py:\d|`:\d+`", outside), f"{page.name}: a line number outside a fact marker"
+
+
+def _found(paths: list[Path], pattern: str) -> list[tuple[str, str]]:
+    return [(path.name, key) for path in paths for key in re.findall(pattern, path.read_text(encoding="utf-8"))]
+
+
+def _references() -> list[tuple[str, str]]:
+    """(file name, fact key) for every statement of a fact: placeholders, template calls, markers, code."""
+    registries = [*ROOT.glob("vllm_scaffold/catalog/*.toml"), ROOT / "vllm_scaffold/doctor/report/codes.toml"]
+    return [
+        *_found(registries, r"\{fact:([a-z0-9-]+)\}"),
+        *_found(list((ROOT / "templates").rglob("*.jinja")), r'vllm_fact\("([a-z0-9-]+)"\)'),
+        *[
+            (page.name, key)
+            for page in (*facts_docs.PAGES, facts_docs.FACTS_PAGE)
+            for key in facts.cited(page.read_text())
+        ],
+        *_found(list((ROOT / "vllm_scaffold").rglob("*.py")), r'facts\.fact\("([a-z0-9-]+)"'),
+    ]
+
+
+def test_every_reference_names_a_fact() -> None:
+    references = _references()
+    assert len(references) > 40
+    unknown = [f"{where}: {key}" for where, key in references if key not in facts.facts()]
+    assert not unknown, unknown
+
+
+def test_every_fact_is_stated_somewhere_or_backs_a_doctor_code() -> None:
+    stated = {key for where, key in _references() if where != facts_docs.FACTS_PAGE.name}
+    backing = {key for key, fact in facts.facts().items() if fact.backs}
+    assert set(facts.facts()) <= stated | backing, set(facts.facts()) - stated - backing
+    unknown = {code for fact in facts.facts().values() for code in fact.backs} - set(codes.codes())
+    assert not unknown, f"facts back doctor codes codes.toml does not have: {unknown}"
+    registry = (ROOT / "vllm_scaffold/doctor/report/codes.toml").read_text(encoding="utf-8")
+    for block in registry.split("[[section.code]]")[1:]:
+        code = re.search(r'code = "([a-z0-9-]+)"', block).group(1)  # type: ignore[union-attr]
+        for key in re.findall(r"\{fact:([a-z0-9-]+)\}", block):
+            assert code in facts.fact(key).backs, f"{code} states {key}: name it in the fact's `backs`"
+
+
+def test_catalog_and_codes_state_the_claims() -> None:
+    """The claims the catalog and the doctor codes once got wrong, as they now read."""
+    summary = {code: entry.summary for code, entry in codes.codes().items()}
+    assert "raise `ValueError: All linear layers should support quant method.`" in summary["quant-linear-method-none"]
+    assert "DEBUG log only" in summary["env-quantization-twice"]
+    assert "`vllm.logits_processors`" in summary["ep-import-fails"] and "`RuntimeError`" in summary["ep-import-fails"]
+    assert "never reads" in summary["endpoint-name-mismatch"]
+    assert codes.codes()["endpoint-name-mismatch"].severity == "info"
+    assert "is called once" in summary["platform-detector-side-effects"]
+    assert "does nothing after its first call" in summary["general-plugin-not-idempotent"]
+    assert "vLLM 0.33.0: `register_linear_kernel` accepts" in summary["linear-kernel-bad-kind"]
+    pitfalls = {key: " ".join(seam.pitfalls) for key, seam in load_catalog().items()}
+    assert "only when `--disable-log-stats` is absent" in pitfalls["stat-logger"]
+    assert "`TypeError`, `OverflowError`" in pitfalls["io-processor"]
+    assert "vLLM 0.33.0: An out-of-tree detector that raises is logged at WARNING" in pitfalls["platform"]
+    assert "{fact:" not in " ".join([*summary.values(), *pitfalls.values()])
+
+
+STALE = [
+    "at least twice in every process",  # each detector once, the winner again
+    "leaves it without weights",  # LinearBase.__init__ raises
+    "built unquantized",
+    "logs show the object",  # vLLM never reads the endpoint plugin's name
+    "logs show this",
+    "routes then answer 503",  # the render-only server never loads a plugin that needs `generate`
+    "vLLM logs a warning and the package",  # logger.debug
+    "only when they are ValueError",  # TypeError, OverflowError, VLLMClientError are 400 too
+    "model inspection and tools call",  # load_general_plugins runs once per process
+]
+
+
+def test_no_page_repeats_a_claim_found_false() -> None:
+    texts = [
+        *ROOT.glob("vllm_scaffold/**/*.toml"),
+        *ROOT.glob("vllm_scaffold/**/*.py"),
+        *ROOT.glob("docs/**/*.md"),
+        *(ROOT / "templates").rglob("*.jinja"),
+        *(ROOT / "generated_examples").rglob("*.md"),
+    ]
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        for stale in STALE:
+            assert stale not in text, f"{path.relative_to(ROOT)} still says {stale!r}"
+
+
+def test_linear_kernel_kinds_are_per_release() -> None:
+    assert "fp8_block" in linear_kernels.kinds("0.33.0")
+    assert "fp8_block" not in linear_kernels.kinds("0.32.0")
+    assert linear_kernels.kinds("0.31.0") == linear_kernels.kinds("0.32.0")
+    assert linear_kernels.kinds("0.34.0") == linear_kernels.kinds("0.33.0")  # a newer release: the newest known
+
+
+def _fp8_block_plugin(root: Path) -> Path:
+    return build_file_tree(
+        {
+            "pyproject.toml": """
+                [project]
+                name = "fx-block"
+                version = "0.1.0"
+                dependencies = ["vllm>=0.32"]
+
+                [project.entry-points."vllm.general_plugins"]
+                fx_block = "fx_block.plugin:register"
+            """,
+            "src/fx_block/__init__.py": "",
+            "src/fx_block/plugin.py": """
+                def register() -> None:
+                    from vllm.model_executor.kernels.linear import register_linear_kernel
+                    from vllm.platforms import current_platform
+
+                    from fx_block.kernel import FxKernel
+
+                    register_linear_kernel(FxKernel, current_platform._enum, "fp8_block")
+            """,
+            "src/fx_block/kernel.py": "class FxKernel:\n    pass\n",
+        },
+        root,
+    )
+
+
+def test_doctor_judges_a_kernel_type_by_the_release(tmp_path: Path) -> None:
+    """`fp8_block` is a valid kind on 0.33 and raises ValueError on 0.32: doctor --vllm says so per release."""
+    root = _fp8_block_plugin(tmp_path / "plugin")
+    package = PluginPackage.load(root)
+    assert bad_linear_kernel_kinds(package, "0.33.0") == []
+    [found] = bad_linear_kernel_kinds(package, "0.32.0")
+    assert found.code == "linear-kernel-bad-kind" and "vLLM 0.32.0" in found.message
+    reports = diagnose_releases(root, ["0.32.0", "0.33.0"])
+    kinds = [[f.code for f in report.findings if f.code == "linear-kernel-bad-kind"] for report in reports]
+    assert kinds == [["linear-kernel-bad-kind"], []]
+
+
+def test_templates_take_the_claims() -> None:
+    import jinja2
+
+    from vllm_scaffold.generate.rendering import VllmReleases
+
+    environment = jinja2.Environment(extensions=[VllmReleases])
+    text = environment.from_string('{{ vllm_fact("endpoint-render-server-tasks") }}').render()
+    assert text == facts.fact("endpoint-render-server-tasks").text()
