@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli import add, check_update, doctor, explain, listing, new, update
+from vllm_scaffold.cli import add, check_update, doctor, explain, listing, migrate, new, update
 from vllm_scaffold.cli.options import on_terminal
 
 app = typer.Typer(
@@ -50,6 +50,7 @@ app.command("explain")(explain.command)
 app.command("doctor")(doctor.command)
 app.command("update")(update.command)
 app.command("check-update")(check_update.command)
+app.command("migrate")(migrate.command)
 
 
 def main() -> None:
