@@ -68,7 +68,9 @@ def test_the_rewritten_package_passes_doctor_on_the_target_and_keeps_its_comment
     assert "# Moved in 0.32 (vllm.logging_utils.access_log_filter -> vllm.logging_utils.uvicorn_logging).\n" in source
     assert "    maybe_filter_parallel_tool_calls,  # its first parameter is `item` from 0.32 on\n" in source
     assert "from vllm.utils.torch_utils import (\n    get_dtype_size,\n)\n" in source
-    assert "from vllm.v1.kv_cache_interface import is_quantized_kv_cache\n" in source
+    assert (
+        "from vllm.v1.kv_cache_interface import is_quantized_kv_cache  # moved to vllm.v1.kv_cache_interface" in source
+    )
     checked = run_cli("doctor", str(package), "--vllm", "0.33.0")
     assert checked.exit_code == 0 and "no findings" in checked.output, checked.output
     again = run_cli("migrate", "--vllm", "0.33.0", "--project", str(package))
@@ -93,12 +95,14 @@ def test_what_it_cannot_rewrite_is_listed_with_the_doctor_code_and_exits_1(tmp_p
             PLUGIN: '''
                 """Imports a module vLLM 0.33 dropped whole, and a moved name through its module."""
 
+                import vllm.entrypoints.serve.utils.tool_calls_utils as tool_calls
                 import vllm.utils.torch_utils as torch_utils
                 from vllm.v1.core.kv_cache_utils import get_kv_cache_groups  # moved to kv_cache_planning
 
 
                 def register() -> None:
                     torch_utils.is_quantized_kv_cache("fp8")
+                    tool_calls.maybe_filter_parallel_tool_calls(choice=None, request=None)
                     get_kv_cache_groups
             ''',
         },
@@ -112,6 +116,7 @@ def test_what_it_cannot_rewrite_is_listed_with_the_doctor_code_and_exits_1(tmp_p
         "from vllm.v1.core.kv_cache_utils import get_kv_cache_groups -> from vllm.v1.core.kv_cache_planning"
         in result.output
     )
+    assert "tool_calls.maybe_filter_parallel_tool_calls(item=None, request=None)" in (root / PLUGIN).read_text()
     left = [line for line in result.output.splitlines() if line.startswith("left ")]
     assert len(left) == 1 and "vllm-attribute-missing" in left[0] and "is_quantized_kv_cache" in left[0], result.output
 

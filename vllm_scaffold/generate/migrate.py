@@ -184,6 +184,13 @@ def _module_node(dotted: str) -> cst.Attribute | cst.Name:
     return node
 
 
+def _comment_after(alias: cst.ImportAlias) -> cst.Comment | None:
+    """The comment after an alias's comma in a parenthesised import (`name,  # why`), if any."""
+    if isinstance(alias.comma, cst.Comma) and isinstance(alias.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        return alias.comma.whitespace_after.first_line.comment
+    return None
+
+
 class _Rewriter(cst.CSTTransformer):
     """Rewrites one module: imports of moved names, and keywords of calls into renamed parameters."""
 
@@ -203,6 +210,7 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         kept: list[cst.ImportAlias] = []
         moved: dict[str, list[cst.ImportAlias]] = {}
+        comments: dict[str, cst.Comment] = {}
         for alias in statement.names:
             name = _dotted(alias.name)
             local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
@@ -213,6 +221,9 @@ class _Rewriter(cst.CSTTransformer):
                 continue
             new_module = move.new.rpartition(".")[0]
             moved.setdefault(new_module, []).append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            comment = _comment_after(alias)
+            if comment is not None:
+                comments.setdefault(new_module, comment)  # the alias's comment goes along with it
             self.local[local] = move.new
             self.rewrites.append(
                 Rewrite(
@@ -230,14 +241,27 @@ class _Rewriter(cst.CSTTransformer):
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             lines.append(updated_node.with_changes(body=[statement.with_changes(names=kept)]))
         for index, (new_module, aliases) in enumerate(moved.items()):
+            trailing = updated_node.trailing_whitespace
+            if new_module in comments:
+                trailing = cst.TrailingWhitespace(cst.SimpleWhitespace("  "), comments[new_module])
             line = cst.SimpleStatementLine(
-                body=[cst.ImportFrom(module=_module_node(new_module), names=aliases)],
-                trailing_whitespace=updated_node.trailing_whitespace,
+                body=[cst.ImportFrom(module=_module_node(new_module), names=aliases)], trailing_whitespace=trailing
             )
             if not kept and index == 0:
                 line = line.with_changes(leading_lines=updated_node.leading_lines)
             lines.append(line)
         return cst.FlattenSentinel(lines)
+
+    def visit_Import(self, node: cst.Import) -> None:  # noqa: N802
+        """`import vllm.x.y [as z]` binds a name calls can go through (their keywords are checked too)."""
+        for alias in node.names:
+            dotted = _dotted(alias.name)
+            if not dotted.startswith("vllm"):
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.local[alias.asname.name.value] = dotted
+            else:
+                self.local[dotted.split(".")[0]] = dotted.split(".")[0]
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:  # noqa: N802
         dotted = _dotted(updated_node.func)
