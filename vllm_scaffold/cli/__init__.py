@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli import add, doctor, explain, find, listing, new, triage, update
+from vllm_scaffold.cli import add, check_update, doctor, explain, find, listing, migrate, new, triage, update
 from vllm_scaffold.cli.options import on_terminal
 
 app = typer.Typer(
@@ -49,6 +49,8 @@ app.command("list")(listing.command)
 app.command("explain")(explain.command)
 app.command("doctor")(doctor.command)
 app.command("update")(update.command)
+app.command("check-update")(check_update.command)
+app.command("migrate")(migrate.command)
 app.command("triage")(triage.command)
 app.command("find")(find.command)
 

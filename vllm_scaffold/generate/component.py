@@ -19,7 +19,7 @@ import yaml
 from vllm_scaffold import __version__, harness_requirement, vllm_facts
 from vllm_scaffold.catalog import Seam
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.generate import names, pyproject_edit, wiring
+from vllm_scaffold.generate import identity, names, pyproject_edit, wiring
 from vllm_scaffold.generate.answers import check_answers
 from vllm_scaffold.generate.changeset import Changeset
 from vllm_scaffold.generate.rendering import Asker, questions, render
@@ -112,7 +112,12 @@ def render_into(
 
 
 def answers_file(changes: Changeset, stem: str, template: str, answers: dict[str, Any]) -> None:
-    record = {"template": template, "scaffold_version": __version__, "answers": dict(sorted(answers.items()))}
+    record = {
+        "template": template,
+        "scaffold_version": __version__,
+        identity.DIGEST_KEY: identity.record_digest(template, answers),
+        "answers": dict(sorted(answers.items())),
+    }
     changes.create(f"{ANSWERS_DIR}/{stem}.yml", yaml.safe_dump(record, sort_keys=False))
 
 

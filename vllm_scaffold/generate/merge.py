@@ -3,15 +3,17 @@
 The three sides are the base (what the tool generated last time), yours (the working tree) and the template
 (what the tool generates now). A region only the template changed takes the template's lines, a region only
 you changed keeps yours, a region both changed the same way is taken once, and a region both changed
-differently is a conflict, written between git-style markers. Pure Python (difflib), so it needs no git.
+differently is a conflict, written between git-style markers. The text merge is merge3's (the diff3 of
+Breezy and Dulwich), pure Python, so it needs no git; the markers and the count of conflicts are ours.
 """
 
 from __future__ import annotations
 
-import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import merge3
 import tomlkit
 from tomlkit.container import Container
 from tomlkit.items import Table
@@ -33,52 +35,22 @@ def merge_text(base: str, yours: str, template: str) -> Merged:
     base_lines, your_lines, template_lines = (text.splitlines(keepends=True) for text in (base, yours, template))
     out: list[str] = []
     conflicts = 0
-    o = y = t = 0  # the next unmerged line of base, yours, template
-    for base_start, your_start, template_start, length in _stable_regions(base_lines, your_lines, template_lines):
-        chunk_base = base_lines[o:base_start]
-        chunk_yours = your_lines[y:your_start]
-        chunk_template = template_lines[t:template_start]
-        if chunk_yours == chunk_base:
-            out += chunk_template
-        elif chunk_template == chunk_base or chunk_template == chunk_yours:
-            out += chunk_yours
-        else:
+    for group in merge3.Merge3(base_lines, your_lines, template_lines).merge_groups():
+        if group[0] == "conflict":
+            _, _, chunk_yours, chunk_template = group
             conflicts += 1
             out += [YOURS_MARKER + "\n", *_ended(chunk_yours), SEPARATOR + "\n", *_ended(chunk_template)]
             out.append(TEMPLATE_MARKER + "\n")
-        out += base_lines[base_start : base_start + length]
-        o, y, t = base_start + length, your_start + length, template_start + length
+        else:
+            out += group[1]
     return Merged("".join(out), conflicts)
 
 
-def _ended(lines: list[str]) -> list[str]:
+def _ended(lines: Sequence[str]) -> list[str]:
     """`lines` with a line break after the last one, so a marker never joins a file's unterminated last line."""
     if lines and not lines[-1].endswith(("\n", "\r")):
         return [*lines[:-1], lines[-1] + "\n"]
-    return lines
-
-
-def _stable_regions(base: list[str], yours: list[str], template: list[str]) -> list[tuple[int, int, int, int]]:
-    """Runs of base lines that both yours and the template kept unchanged, as (base, yours, template, length).
-
-    The last entry is an empty run at the three ends, so every changed region lies before some entry.
-    """
-    to_yours = difflib.SequenceMatcher(None, base, yours, autojunk=False).get_matching_blocks()
-    to_template = difflib.SequenceMatcher(None, base, template, autojunk=False).get_matching_blocks()
-    regions: list[tuple[int, int, int, int]] = []
-    i = j = 0
-    while i < len(to_yours) and j < len(to_template):
-        a, b = to_yours[i], to_template[j]
-        start = max(a.a, b.a)
-        end = min(a.a + a.size, b.a + b.size)
-        if start < end:
-            regions.append((start, a.b + start - a.a, b.b + start - b.a, end - start))
-        if a.a + a.size < b.a + b.size:
-            i += 1
-        else:
-            j += 1
-    regions.append((len(base), len(yours), len(template), 0))
-    return regions
+    return list(lines)
 
 
 _MISSING: Any = object()

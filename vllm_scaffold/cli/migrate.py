@@ -1,0 +1,38 @@
+"""`vllm-scaffold migrate`: a plugin's code rewritten for the names vLLM moved or renamed up to a release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vllm_scaffold.cli.options import DryRun, reporting
+
+
+def command(
+    vllm: Annotated[str, typer.Option("--vllm", help="The vLLM release to move the package to.")],
+    project: Annotated[Path, typer.Option("--project", help="The plugin package to rewrite.")] = Path(),
+    dry_run: DryRun = False,
+) -> None:
+    """Rewrite imports of names vLLM moved, and keywords it renamed, between the release the package targets
+    (the newest verified one in its [tool.vllm-scaffold] vllm range) and --vllm VERSION.
+
+    Each rewrite is listed with what and why; what is left (doctor --vllm VERSION on the rewritten code) is
+    listed with doctor's codes, and the exit code is 1 when an error is left.
+    """
+    with reporting():
+        from vllm_scaffold.generate.migrate import plan_migration
+        from vllm_scaffold.terminal import console
+
+        migration = plan_migration(project, vllm)
+        console.line(f"from vLLM {migration.source} to {migration.target}")
+        console.lines([rewrite.line() for rewrite in migration.rewrites] or ["nothing to rewrite"])
+        console.lines(migration.left)
+        if dry_run:
+            console.lines(migration.diff())
+            console.line("dry run: nothing was written")
+        else:
+            migration.apply()
+    if migration.errors:
+        raise typer.Exit(1)
