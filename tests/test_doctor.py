@@ -257,6 +257,13 @@ def test_cli_plugins_option_overrides_the_environment(monkeypatch: pytest.Monkey
     assert [f["code"] for f in json.loads(result.output)["findings"]] == ["plugins-empty"]
 
 
+def test_conflict_markers_are_named_in_modules_and_in_generated_files() -> None:
+    report = diagnose(FIXTURES / "update-conflict-markers", live=False)
+    where = sorted(finding.where for finding in report.findings)
+    assert where == ["docs/tiles.md:3", "src/fx_update_conflict_markers/tiles.py:3"], _summary(report)
+    assert "does not parse" in next(f.message for f in report.findings if f.where.endswith(".py:3"))
+
+
 def test_cli_rejects_a_directory_without_pyproject(tmp_path: Path) -> None:
     result = run_cli("doctor", str(tmp_path), "--no-live")
     assert result.exit_code == 2

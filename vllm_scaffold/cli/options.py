@@ -12,6 +12,10 @@ import typer
 
 from vllm_scaffold.errors import ScaffoldError
 
+# What `new` tells a user to run in the package it made: the harness comes from the wheel `new` put in
+# wheels/ until it is on PyPI (the package's README says the same, and its CI runs it).
+INSTALL_FOR_TESTS = "pip install -e '.[test]' --find-links wheels"
+
 Defaults = Annotated[bool, typer.Option("--defaults", help="Take every default answer; ask nothing.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change and write nothing.")]
 Data = Annotated[
@@ -42,9 +46,9 @@ def scaffold(
         if not result.written:
             console.lines([*result.describe(), "dry run: nothing was written"])
         elif result.new_package:
-            files = len(result.changes.created)
-            next_steps = f"next: cd {result.root}; install vLLM (README.md), then: pip install -e '.[test]' && pytest"
-            console.lines([f"created {result.root} ({files} files)", next_steps])
+            files = len(result.changes.created) + len(result.built)
+            console.lines([f"created {result.root} ({files} files)"])
+            console.sentence(f"next: cd {result.root}; install vLLM (README.md), then: {INSTALL_FOR_TESTS} && pytest")
         else:
             console.lines(result.describe())
 
