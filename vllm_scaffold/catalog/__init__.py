@@ -56,6 +56,7 @@ class Seam:
     template: str | None = None
     module: str | None = None
     example: str | None = None
+    name_example: str | None = None  # a component name fitting the seam, for the question that asks for one
     entry_points: tuple[EntryPoint, ...] = ()
     registration: str | None = None
     object: str | None = None

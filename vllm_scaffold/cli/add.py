@@ -12,7 +12,9 @@ from vllm_scaffold.cli.options import Data, Defaults, DryRun, asked, scaffold
 
 def command(
     seam: Annotated[str | None, asked("Seam key, e.g. logits-processor ('vllm-scaffold list')")] = None,
-    name: Annotated[str | None, asked("Name of the new component, e.g. target_token")] = None,
+    name: Annotated[
+        str | None, asked("Name of the new component (also its subpackage), e.g. target_token for a logits-processor")
+    ] = None,
     project: Annotated[Path, typer.Option("--project", help="The project to add to (has pyproject.toml).")] = Path(),
     defaults: Defaults = False,
     data: Data = None,

@@ -47,7 +47,7 @@ def scaffold(
             console.lines([*result.describe(), "dry run: nothing was written"])
         elif result.new_package:
             files = len(result.changes.created) + len(result.built)
-            console.lines([f"created {result.root} ({files} files)"])
+            console.lines([f"created {result.root} ({files} files)", *(f"note   {n}" for n in result.changes.notes)])
             console.sentence(f"next: cd {result.root}; install vLLM (README.md), then: {INSTALL_FOR_TESTS} && pytest")
         else:
             console.lines(result.describe())
