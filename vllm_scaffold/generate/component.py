@@ -180,6 +180,8 @@ def add_component(
     component: dict[str, object] = {"seam": seam.key, "name": name, "module": f"{project.package}.{module}"}
     if seam.object:
         component["object"] = seam.object.format_map(fields)
+    if seam.parameter:
+        component["parameter"] = seam.parameter.format_map(fields)
     if seam.enable:
         component["enable"] = [line.format_map(fields) for line in seam.enable]
     changes.keys.append(pyproject_edit.add_component(doc, component))
