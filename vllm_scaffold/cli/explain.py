@@ -9,8 +9,12 @@ import typer
 from vllm_scaffold.cli.options import reporting
 
 
-def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold list').")]) -> None:
-    """Explain a seam: which processes load it and when, how it is selected, what breaks silently."""
+def command(seam: Annotated[str, typer.Argument(metavar="SEAM", help="Seam key ('vllm-scaffold list').")]) -> None:
+    """Explain one seam: what loads it, how it is chosen, its pitfalls.
+
+    Which processes load it and when, how a user selects it, what breaks silently, and the --data keys its
+    template asks.
+    """
     with reporting():
         from vllm_scaffold.catalog import docs_page, get_seam
         from vllm_scaffold.terminal import console
@@ -34,8 +38,13 @@ def command(seam: Annotated[str, typer.Argument(help="Seam key ('vllm-scaffold l
             *(f"  - {line}" for line in entry.pitfalls),
             "",
             f"Template: {'vllm-scaffold new ' + entry.key + ' NAME' if entry.has_template else 'none yet'}.",
-            *(["", "More, with the generated files and what to check (shipped with vllm-scaffold):"] if page else []),
         ]
+        if entry.has_template:
+            from vllm_scaffold.cli.options import data_keys
+
+            text += ["", *data_keys(entry.key, with_package=False)]
+        if page:
+            text += ["", "More, with the generated files and what to check (shipped with vllm-scaffold):"]
         console.paragraphs(text)
         if page:
             console.lines([str(page)])  # one word: a path is never broken

@@ -53,9 +53,65 @@ def scaffold(
             console.lines(result.describe())
 
 
-def asked(help: str) -> typer.models.ArgumentInfo:
-    """A positional argument that a terminal session may leave out and be asked for."""
-    return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False)
+def asked(help: str, *, eager: bool = False) -> typer.models.ArgumentInfo:
+    """A positional argument that a terminal session may leave out and be asked for (`eager`: read before
+    `--help`, which then names what it implies)."""
+    return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False, is_eager=eager)
+
+
+def data_keys(seam_key: str, *, with_package: bool) -> list[str]:
+    """The `--data KEY=VALUE` answers `new` (`with_package`: the package's questions too) or `add` take for a
+    SEAM component, one `  - ` item each: its help, default and choices."""
+    from vllm_scaffold.catalog import templated_seam
+    from vllm_scaffold.generate.rendering import questions
+
+    seam = templated_seam(seam_key)
+    assert seam.template is not None
+    templates = (["package"] if with_package else []) + [seam.template]
+    items = []
+    for template in templates:
+        for key, question in questions(template).items():
+            if question.get("when", True) is False:
+                continue  # derived from other answers, never asked
+            choices = question.get("choices")
+            offered = [str(c) for c in (choices.values() if isinstance(choices, dict) else choices or [])]
+            raw = question.get("default", "")
+            default = str(raw).lower() if isinstance(raw, bool) else str(raw)
+            facts = [f"one of {', '.join(offered)}" if offered else question.get("type", "str")]
+            if default and "{{" not in default:
+                facts.append(f"default {default}")
+            help_text = " ".join(str(question.get("help", "")).split())
+            items.append(f"  - {key} ({'; '.join(facts)}): {help_text}")
+    return [f"--data KEY=VALUE answers for a {seam.key} component:", *items]
+
+
+def help_with_data_keys(ctx: typer.Context, _param: object, value: bool) -> None:
+    """`--help` of `new` and `add`: the command's help, then, when SEAM is given, the --data keys it takes."""
+    if not value or ctx.resilient_parsing:
+        return
+    typer.echo(ctx.get_help())
+    seam = ctx.params.get("seam")
+    if seam:
+        from vllm_scaffold.terminal import console
+
+        with reporting():
+            console.paragraphs(["", *data_keys(seam, with_package=ctx.info_name == "new")])
+    raise typer.Exit()
+
+
+# `--help` that lists the --data keys of the SEAM given before it (`new attention-backend --help`).
+HelpWithDataKeys = Annotated[
+    bool,
+    # Not eager, unlike click's own --help: SEAM is (`asked(..., eager=True)`), so it is read first.
+    typer.Option(
+        "--help",
+        expose_value=False,
+        callback=help_with_data_keys,
+        help="Show this message (after SEAM: also its template's --data keys) and exit.",
+    ),
+]
+# The commands that take HelpWithDataKeys in place of click's own --help.
+OWN_HELP = {"help_option_names": []}
 
 
 @contextmanager
