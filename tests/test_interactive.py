@@ -178,6 +178,16 @@ def test_long_help_and_refusals_wrap_at_80_columns_on_word_boundaries(run, tmp_p
     assert terminal.exit_status() == 130
 
 
+def test_the_next_line_wraps_between_words_on_a_terminal(run, tmp_path: Path) -> None:
+    terminal = run("new", "general-plugin", "my_plugin", "--defaults")
+    command = "pip install -e '.[test]' --find-links wheels && pytest"
+    next_line = f"next: cd {tmp_path / 'my_plugin'}; install vLLM (README.md), then: {command}"
+    assert len(next_line) > 80
+    screen = terminal.wait_for(next_line)  # whole once line breaks read as spaces: no word is split
+    assert terminal.exit_status() == 0
+    assert all(len(line) <= 80 for line in screen.splitlines())
+
+
 def test_a_question_with_two_valid_answers_is_a_choice_list(run, tmp_path: Path) -> None:
     terminal = run("new", "custom-op", "my_norm")
     terminal.wait_for("Questions about the package")
