@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,8 @@ def test_the_readme_and_the_printed_commands_work_in_fresh_venvs(tmp_path: Path,
     venv = fresh_clone.runner_venv(tmp_path / "package-venv", engine_view)
     env = fresh_clone.runner_env(venv, cache)
     run(printed.install, package, env)
+    test_extra = tomllib.loads((package / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(req.startswith("ruff") for req in test_extra["optional-dependencies"]["test"])  # for the lint
     commands = bash_blocks((package / "README.md").read_text(encoding="utf-8"), "## Tests")
     assert commands[0] == printed.install, commands
     assert commands[1] == "ruff check . && ruff format --check .", commands
