@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests import fresh_clone
+from vllm_scaffold.generate.scaffold import render_example
 
 SETUP_SECTION = "## Set-up on a fresh machine"
 
@@ -105,3 +106,16 @@ def test_the_readme_and_the_printed_commands_work_in_fresh_venvs(tmp_path: Path,
     probe = "import vllm_scaffold_testing as h, pytest, ruff; print(h.__file__)"
     (harness_file,) = run(f"python -c '{probe}'", package, env).split()
     assert Path(harness_file).is_relative_to(venv), harness_file  # from wheels/, not this environment
+
+
+def test_without_the_tools_wheel_ci_skips_doctor_with_a_warning(tmp_path: Path, engine_view: Path) -> None:
+    """Before vllm-scaffold is on PyPI, a package that commits only the harness wheel still gets a passing CI:
+    the install step for doctor warns, and the doctor steps do nothing."""
+    package = render_example("general-plugin", tmp_path / "my_plugin")
+    steps = fresh_clone.workflow_steps(package)
+    venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
+    env = fresh_clone.runner_env(venv, Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache"))))
+    install = next(step["run"] for step in steps if step["name"].startswith("Install vllm-scaffold"))
+    assert "::warning title=doctor skipped::" in run(install, package, env)
+    doctors = [step["run"] for step in steps if step["name"].startswith("Doctor")]
+    assert doctors and all(run(command, package, env) == "" for command in doctors)
