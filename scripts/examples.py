@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from vllm_scaffold.catalog import templated_keys
+from vllm_scaffold.generate.harness_wheel import WHEELS_DIR
 from vllm_scaffold.generate.scaffold import render_example
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "generated_examples"
@@ -25,7 +26,9 @@ def regenerate(keys: list[str]) -> None:
             fresh = render_example(key, Path(scratch) / key)
             target = EXAMPLES_DIR / key
             shutil.rmtree(target, ignore_errors=True)
+            # The harness wheel `new` builds is not a render of the templates (generate/harness_wheel.py).
             shutil.copytree(fresh, target)
+            shutil.rmtree(target / WHEELS_DIR)
         print(f"regenerated {target.relative_to(EXAMPLES_DIR.parent)}")
 
 

@@ -57,6 +57,53 @@ def write(name: str, variant: Variant, dest: Path) -> Path:
 
 # Patterns that must not be reported (beyond `also`).
 CLEAN: dict[str, Variant] = {
+    # apply() hands its logits to helpers of the package, a Triton launch among them, that only read them.
+    "logits-helpers-only-read": Variant(
+        {
+            "processor.py": '''
+            """Counts the rows it sees; argmax-invariant, as it changes nothing."""
+            import torch
+
+            from fx_logits_helpers_only_read.stats import launch_row_sums, record
+
+
+            class FxCountingProcessor:
+                def is_argmax_invariant(self) -> bool:
+                    return True
+
+                def apply(self, logits: torch.Tensor) -> torch.Tensor:
+                    record(logits)
+                    launch_row_sums(logits)
+                    return logits
+            ''',
+            "stats.py": '''
+            """Read-only statistics over a logits tensor."""
+            import torch
+            import triton
+            import triton.language as tl
+
+            SEEN: list[float] = []
+
+
+            def record(logits: torch.Tensor) -> None:
+                SEEN.append(float(logits.sum()))
+
+
+            @triton.jit
+            def _row_sums_kernel(logits_ptr, out_ptr, vocab, BLOCK: tl.constexpr):
+                row = tl.program_id(0)
+                cols = tl.arange(0, BLOCK)
+                values = tl.load(logits_ptr + row * vocab + cols, mask=cols < vocab)
+                tl.store(out_ptr + row, tl.sum(values))
+
+
+            def launch_row_sums(logits: torch.Tensor) -> torch.Tensor:
+                out = torch.empty(logits.shape[0], device=logits.device)
+                _row_sums_kernel[(logits.shape[0],)](logits, out, logits.shape[1], BLOCK=1024)
+                return out
+            ''',
+        }
+    ),
     "vllm-names-shadowed-or-set": Variant(
         {
             "plugin.py": '''
@@ -497,6 +544,12 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "vllm-override-signature",
     ),
     "override-as-vllm-own-class": ("plugin.py", "DeepSeekMTP", "FxDrafter", "vllm-override-signature"),
+    "logits-helpers-only-read": (
+        "stats.py",
+        "tl.store(out_ptr + row, tl.sum(values))",
+        "tl.store(logits_ptr + row * vocab + cols, values * 0.0, mask=cols < vocab)",
+        "logits-argmax-masks",
+    ),
 }
 
 

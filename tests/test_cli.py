@@ -115,8 +115,34 @@ def test_list_at_80_columns_keeps_words_whole(columns_80) -> None:
     result = run_cli("list")
     assert result.exit_code == 0
     seams = load_catalog().values()
-    texts = [f"{s.key} {s.group or s.api} {s.process_family} {s.load_timing} {s.duplicate_policy}" for s in seams]
+    texts = [f"{s.key} {s.group or s.api} {s.process_family}" for s in seams]
     assert_fits_without_split_words(result.stdout, texts)
+    # Short enough to read: what tells the seams apart, and no column that is the same on every seam.
+    assert len(result.stdout.splitlines()) < 6 * len(seams), len(result.stdout.splitlines())
+    assert "template: yes" not in result.stdout and "vllm-scaffold explain SEAM" in result.stdout
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_the_top_level_help_keeps_every_command_summary_whole(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    result = run_cli("--help")
+    commands = result.stdout.split("Commands:")[1]
+    assert result.exit_code == 0 and "..." not in commands and "explain  Explain one seam" in commands, commands
+
+
+def test_help_after_a_seam_and_explain_list_the_templates_data_keys(columns_80) -> None:
+    new = run_cli("new", "custom-op", "--help")
+    assert new.exit_code == 0, new.output
+    assert "--data KEY=VALUE answers for a custom-op component:" in new.stdout
+    for key in ("description", "vllm_range", "op (one of SiluAndMul, RMSNorm; default SiluAndMul)"):
+        assert f"  - {key}" in new.stdout, new.stdout
+    add = run_cli("add", "attention-backend", "--help")
+    assert "  - cudagraph_support (one of NEVER" in add.stdout and "  - vllm_range" not in add.stdout
+    assert "  - kernels_env" not in add.stdout  # derived from other answers, never asked
+    assert "--data KEY=VALUE answers" not in run_cli("new", "--help").stdout
+    explained = run_cli("explain", "logits-processor")
+    assert "  - param_name (str; default target_token)" in explained.stdout, explained.stdout
+    assert "Usage: vllm-scaffold explain [OPTIONS] {SEAM}" in run_cli("explain", "--help").stdout
 
 
 def test_list_on_a_wide_terminal_is_a_table(monkeypatch: pytest.MonkeyPatch) -> None:

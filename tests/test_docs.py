@@ -25,3 +25,12 @@ def test_every_templated_seam_has_a_docs_page(key: str) -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     assert "bash scripts/test.sh\n" in README
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_readme_lists_the_pickers_categories_in_its_order() -> None:
+    from vllm_scaffold.terminal.seam_picker import SeamPicker
+
+    shown = list(dict.fromkeys(seam.category for seam in SeamPicker("", list(load_catalog().values()), {}).seams))
+    prose = " ".join(README.split())
+    listed = prose.split("It lists every seam of the catalog under its category (", 1)[1].split(")", 1)[0]
+    assert [category.lower() for category in listed.split("; ")] == [category.lower() for category in shown]

@@ -32,6 +32,7 @@ from vllm_scaffold.doctor.releases import check as releases
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.report.findings import Report
 from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.generate.scaffold import render_example
 from vllm_scaffold_testing.engine import install_privately
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
@@ -255,6 +256,56 @@ def test_cli_plugins_option_overrides_the_environment(monkeypatch: pytest.Monkey
     result = run_cli("doctor", str(FIXTURES / "plugins-empty"), "--no-live", "--plugins", "", "--json")
     assert result.exit_code == 1
     assert [f["code"] for f in json.loads(result.output)["findings"]] == ["plugins-empty"]
+
+
+@pytest.mark.engine
+def test_the_generated_logits_processor_claiming_argmax_invariance_is_caught(tmp_path: Path) -> None:
+    """Its masking happens in helpers (a dispatch, then a Triton kernel or torch), and only for requests that
+    pass its parameter: the static check follows the logits into them, the probe sends the parameter."""
+    package = render_example("logits-processor", tmp_path / "my_lp")
+    processor = package / "src/my_lp/logits/processor.py"
+    source = processor.read_text(encoding="utf-8")
+    claim = 'greedy requests must go through apply() too (V1)."""\n        return False'
+    assert claim in source
+    processor.write_text(source.replace(claim, claim.replace("return False", "return True")), encoding="utf-8")
+
+    assert diagnose(package, live=False).codes == {"logits-argmax-masks"}
+    report = diagnose(package, live=True, use_cache=False)
+    assert report.live == "on" and report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
+    (claimed,) = [f for f in report.findings if f.code == "logits-argmax-claim"]
+    assert "(target_token=3 in 2 of them)" in claimed.message, claimed.message
+
+
+def test_the_unregistered_component_fix_names_the_line_to_add(variants: Path) -> None:
+    report = _diagnose("component-not-registered", live=False, variants=variants)
+    (finding,) = report.findings
+    assert '"fx_component_not_registered.kv.registration:register"' in finding.fix, finding.fix
+    assert "<" not in finding.fix
+
+
+def test_the_excluded_package_fix_names_each_plugin_once(tmp_path: Path) -> None:
+    """Its general plugin and a stat logger share the package's name; VLLM_PLUGINS names it with a space."""
+    package = doctor_variants.write(
+        "plugins-excludes-twice",
+        doctor_variants.Variant(
+            {"stats.py": '"""A stat logger."""\n\n\nclass FxStats:\n    pass\n'},
+            pyproject="""
+            [project.entry-points."vllm.stat_logger_plugins"]
+            fx_plugins_excludes_twice = "fx_plugins_excludes_twice.stats:FxStats"
+            """,
+        ),
+        tmp_path,
+    )
+    report = diagnose(package, live=False, vllm_plugins="lora_filesystem_resolver, fx_plugins_excludes_twice")
+    fixes = {f.fix for f in report.findings if f.code == "plugins-excludes-package"}
+    assert fixes == {"add it: VLLM_PLUGINS=lora_filesystem_resolver,fx_plugins_excludes_twice"}, _summary(report)
+
+
+def test_conflict_markers_are_named_in_modules_and_in_generated_files() -> None:
+    report = diagnose(FIXTURES / "update-conflict-markers", live=False)
+    where = sorted(finding.where for finding in report.findings)
+    assert where == ["docs/tiles.md:3", "src/fx_update_conflict_markers/tiles.py:3"], _summary(report)
+    assert "does not parse" in next(f.message for f in report.findings if f.where.endswith(".py:3"))
 
 
 def test_cli_rejects_a_directory_without_pyproject(tmp_path: Path) -> None:

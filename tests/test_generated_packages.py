@@ -1,13 +1,15 @@
 """Every template renders fresh and the rendered package passes its own CI from a fresh clone.
 
-Each package's CI workflow runs from a clone of a git repository holding the package, as on GitHub, with
-the harness wheel installed the way the package's README says (tests/fresh_clone.py: what is adapted
-for this machine, and why). That run is also the package's own test run: lint, install, `pytest --slow`.
+Each package, made by the command line, has its CI workflow run from a clone of a git repository holding it,
+as on GitHub, with the harness wheel `new` wrote installed by the command `new` printed (tests/fresh_clone.py:
+what is adapted for this machine, and why). That run is also the package's own test run: lint, install, `pytest --slow`.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import io
 import json
 import os
 import re
@@ -19,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests import fresh_clone
-from vllm_scaffold.catalog import templated_keys
+from tests.helpers import run_cli
+from vllm_scaffold.catalog import templated_keys, templated_seam
+from vllm_scaffold.generate import harness_wheel
 from vllm_scaffold.generate.scaffold import render_example
 
 
@@ -32,13 +36,17 @@ def test_generated_package_passes_its_own_ruff_config(key: str, tmp_path: Path) 
 
 
 @pytest.fixture(scope="session")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return fresh_clone.build_wheels(tmp_path_factory.mktemp("wheels"))
+def tool_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fresh_clone.build_tool_wheel(tmp_path_factory.mktemp("wheels"))
 
 
-def test_the_harness_wheel_needs_nothing_from_the_generator(wheels: list[Path]) -> None:
-    (harness_wheel,) = [wheel for wheel in wheels if wheel.name.startswith("vllm_scaffold_testing-")]
-    with zipfile.ZipFile(harness_wheel) as wheel:
+def test_the_harness_wheel_needs_nothing_from_the_generator() -> None:
+    """The wheel `new` writes into a package's wheels/ (generate/harness_wheel.py)."""
+    name, content = harness_wheel.wheel()
+    assert name == f"vllm_scaffold_testing-{importlib.metadata.version('vllm-scaffold-testing')}-py3-none-any.whl"
+    assert len(content) < 100_000  # what every plugin repository commits
+    assert harness_wheel.wheel() == (name, content)  # reproducible: regenerating changes no committed byte
+    with zipfile.ZipFile(io.BytesIO(content)) as wheel:
         names = wheel.namelist()
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
         sources = {n: wheel.read(n).decode() for n in names if n.endswith(".py")}
@@ -64,20 +72,24 @@ def engine_view(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.engine
 @pytest.mark.parametrize("key", templated_keys())
 def test_generated_package_ci_passes_from_a_fresh_clone(
-    key: str, tmp_path: Path, wheels: list[Path], engine_view: Path
+    key: str, tmp_path: Path, tool_wheel: Path, engine_view: Path
 ) -> None:
     """The workflow's own steps (install, lint, doctor, `pytest --slow`) in a clone, as fresh_clone.py says.
 
     This is also where every templated seam's fresh package is shown to have no doctor error with the live
     probe on (the workflow's doctor step; its result is read back below).
     """
-    package = render_example(key, tmp_path / "generated" / key)
+    created = run_cli("new", key, templated_seam(key).example or key, "--dest", str(tmp_path / key), "--defaults")
+    assert created.exit_code == 0, created.output
+    printed = fresh_clone.next_line(created.stdout)
+    package = printed.directory
     readme = (package / "README.md").read_text(encoding="utf-8")
-    assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold/harness path/to/vllm-scaffold" in readme
-    clone = fresh_clone.commit_and_clone(package, wheels, tmp_path / "clone")
+    assert printed.install in readme
+    assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold`" in " ".join(readme.split())
+    clone = fresh_clone.commit_and_clone(package, [tool_wheel], tmp_path / "clone")
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
     cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
-    results = fresh_clone.run_workflow(clone, venv, cache)
+    results = fresh_clone.run_workflow(clone, venv, cache, printed)
     for step in results:
         print(f"{key}: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
     failed = [step for step in results if step.returncode != 0]
@@ -120,7 +132,7 @@ def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
     with hosting_stand_in.serving({"vllm": "0.33.0"}) as hosting:
         left_open = hosting.add_issue("Release canary: the newest vLLM breaks this plugin", "", ["release-canary"])
         runner = {**hosting_stand_in.runner_variables(hosting), "VLLM_RELEASE": ""}  # on schedule: no input
-        results = fresh_clone.run_workflow(clone, venv, cache, ".github/workflows/release-canary.yml", runner)
+        results = fresh_clone.run_workflow(clone, venv, cache, workflow_file=".github/workflows/release-canary.yml", runner=runner)
     for step in results:
         print(f"canary: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
     failed = [step for step in results if step.returncode != 0]

@@ -178,6 +178,29 @@ def test_long_help_and_refusals_wrap_at_80_columns_on_word_boundaries(run, tmp_p
     assert terminal.exit_status() == 130
 
 
+def test_the_next_line_wraps_between_words_on_a_terminal(run, tmp_path: Path) -> None:
+    terminal = run("new", "general-plugin", "my_plugin", "--defaults")
+    command = "pip install -e '.[test]' --find-links wheels && pytest"
+    next_line = f"next: cd {tmp_path / 'my_plugin'}; install vLLM (README.md), then: {command}"
+    assert len(next_line) > 80
+    screen = terminal.wait_for(next_line)  # whole once line breaks read as spaces: no word is split
+    assert terminal.exit_status() == 0
+    assert all(len(line) <= 80 for line in screen.splitlines())
+
+
+def test_a_question_with_two_valid_answers_is_a_choice_list(run, tmp_path: Path) -> None:
+    terminal = run("new", "custom-op", "my_norm")
+    terminal.wait_for("Questions about the package")
+    accept_defaults(terminal, "package")
+    titles = list(questions("custom-op")["op"]["choices"])
+    terminal.wait_for("op:", *titles)  # both in-tree ops and what each is, not a free-text answer
+    terminal.press("down", "enter")
+    terminal.wait_for(f"created {tmp_path / 'my_norm'}")
+    assert terminal.exit_status() == 0
+    record = yaml.safe_load((tmp_path / "my_norm/.vllm-scaffold/custom-op-my_norm.yml").read_text())
+    assert record["answers"]["op"] == "RMSNorm"
+
+
 def test_add_shows_the_projects_components_and_refuses_a_taken_name(run, tmp_path: Path) -> None:
     assert run_cli("new", "general-plugin", "tracer", "--dest", str(tmp_path / "tracer"), "--defaults").exit_code == 0
     project = tmp_path / "tracer"

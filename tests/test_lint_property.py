@@ -160,3 +160,34 @@ def test_generated_packages_lint_compile_install_and_import(plugin, tmp_path_fac
     # From the scratch folder, away from the source tree: the modules come from the installed copy.
     imported = subprocess.run([sys.executable, "-c", code, *modules], **{**run, "cwd": site, "env": env})
     assert imported.returncode == 0, imported.stderr
+
+
+def test_a_long_name_pushes_words_into_the_next_line_of_its_paragraph_not_onto_a_line_of_their_own() -> None:
+    from vllm_scaffold.generate.wrapping import wrap_prose
+
+    name = "speculative_decoding_acceptance_sampler"
+    source = (
+        f"# The plugin {name} registers its backend in every process of the engine;\n"
+        "# the workers read it back.\n"
+        "# - a bullet stays a paragraph of its own\n"
+        "def f() -> None:\n"
+        f'    """Runs {name} once per process, before the model is built, in every worker\n'
+        "    that vLLM starts.\n"
+        "\n"
+        "    A second paragraph.\n"
+        '    """\n'
+    )
+    wrapped = wrap_prose(source, 60).splitlines()
+    assert all(len(line) <= 60 for line in wrapped), wrapped
+    assert wrapped[:4] == [
+        "# The plugin speculative_decoding_acceptance_sampler",
+        "# registers its backend in every process of the engine; the",
+        "# workers read it back.",
+        "# - a bullet stays a paragraph of its own",
+    ]
+    assert wrapped[5:9] == [
+        '    """Runs speculative_decoding_acceptance_sampler once per',
+        "    process, before the model is built, in every worker that",
+        "    vLLM starts.",
+        "",
+    ]

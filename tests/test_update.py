@@ -81,7 +81,8 @@ def run_update(root: Path, *args: str):
 
 
 def test_new_records_what_it_generated_as_the_base_snapshot(package: Path) -> None:
-    files = {path for path in snapshot(package) if not path.startswith(".vllm-scaffold/")}
+    # wheels/ holds the harness wheel new builds, no render (update keeps it current on its own)
+    files = {path for path in snapshot(package) if not path.startswith((".vllm-scaffold/", "wheels/"))}
     assert {path.removeprefix(f"{BASE_DIR}/") for path in snapshot(package) if path.startswith(BASE_DIR)} == files
     for path in files:
         assert (package / BASE_DIR / path).read_bytes() == (package / path).read_bytes()
@@ -136,6 +137,41 @@ def test_a_conflicting_edit_gets_markers_is_listed_and_exits_1(package: Path) ->
     assert result.output.strip().splitlines()[-1] == f"1 to resolve by hand: {DOC}"
     assert (package / ADDED).is_file()  # the rest of the update is applied
     assert (package / REGISTRATION).read_text().endswith("LOCAL_SETTING = 1\n")
+
+
+def test_an_update_after_an_unresolved_conflict_names_the_markers_and_exits_1(package: Path) -> None:
+    edit(package / DOC, lambda text: text.replace(OLD_HEADING, "## What our hooks do"))
+    assert run_update(package).exit_code == 1
+
+    again = run_update(package)
+
+    assert again.exit_code == 1, again.output
+    assert "up to date" not in again.output
+    assert f"unresolved {DOC}: conflict markers from an earlier update remain" in again.output
+    assert again.output.strip().splitlines()[-1] == f"1 to resolve by hand: {DOC}"
+    # Resolved by hand (the markers deleted, one side kept), the package is up to date again.
+    doc = (package / DOC).read_text()
+    start, end = doc.index(merge.YOURS_MARKER), doc.index(merge.TEMPLATE_MARKER) + len(merge.TEMPLATE_MARKER) + 1
+    edit(package / DOC, lambda text: text[:start] + "## What our hooks do\n" + text[end:])
+    resolved = run_update(package)
+    assert resolved.exit_code == 0, resolved.output
+    assert "up to date" in resolved.output
+
+
+def test_update_keeps_the_harness_wheel_current(package: Path) -> None:
+    (wheel,) = (package / "wheels").iterdir()
+    current = wheel.read_bytes()
+    wheel.rename(package / "wheels" / "vllm_scaffold_testing-0.0.1-py3-none-any.whl")  # an older harness's
+
+    result = run_update(package)
+
+    assert result.exit_code == 0, result.output
+    assert f"create  wheels/{wheel.name}" in result.output
+    assert "remove  wheels/vllm_scaffold_testing-0.0.1-py3-none-any.whl" in result.output
+    assert [path.name for path in (package / "wheels").iterdir()] == [wheel.name]
+    assert wheel.read_bytes() == current
+    shutil.rmtree(package / "wheels")  # the harness is on PyPI: the package installs it from there
+    assert "wheels/" not in run_update(package).output and not (package / "wheels").exists()
 
 
 def test_dry_run_shows_the_diff_and_writes_nothing(package: Path) -> None:

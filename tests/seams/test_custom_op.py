@@ -30,13 +30,25 @@ def test_catalog_ops_are_custom_ops_the_llama_model_builds(op: str) -> None:
 def test_the_question_offers_exactly_the_catalog_ops() -> None:
     question = questions("custom-op")["op"]
     assert question["default"] == "SiluAndMul"
-    assert f"{list(OPS)}".replace('"', "'") in question["validator"]
+    assert list(question["choices"].values()) == list(OPS)  # a choice list on a terminal
 
 
 def test_new_with_a_bad_op_writes_nothing(tmp_path: Path) -> None:
     done = run_cli("new", "custom-op", "bad_op", "--data", "op=rms_norm", "--dest", "out", cwd=tmp_path)
-    assert done.exit_code == 2 and "not the registry name" in done.stderr + done.stdout
+    assert done.exit_code == 2 and "op takes one of SiluAndMul, RMSNorm, got 'rms_norm'" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_defaults_say_which_op_is_replaced_and_a_name_naming_another_op_is_pointed_out(tmp_path: Path) -> None:
+    done = run_cli("new", "custom-op", "fused_rmsnorm", "--defaults", "--dest", "out", cwd=tmp_path)
+    assert done.exit_code == 0, done.output
+    assert "note   op: took the default SiluAndMul (another: --data op=RMSNorm)" in done.stdout
+    assert (
+        "note   the name 'fused_rmsnorm' names RMSNorm, but the component replaces SiluAndMul (op); to replace "
+        "RMSNorm, pass --data op=RMSNorm"
+    ) in done.stdout
+    chosen = run_cli("new", "custom-op", "fused_rmsnorm", "--data", "op=RMSNorm", "--dest", "two", cwd=tmp_path)
+    assert chosen.exit_code == 0 and "note   op" not in chosen.stdout and "names" not in chosen.stdout
 
 
 def test_add_with_an_answer_next_to_a_general_plugin(host: Path) -> None:

@@ -63,10 +63,14 @@ class Seam:
     template: str | None = None
     module: str | None = None
     example: str | None = None
+    name_example: str | None = None  # a component name fitting the seam, for the question that asks for one
     entry_points: tuple[EntryPoint, ...] = ()
     registration: str | None = None
     object: str | None = None
     enable: tuple[str, ...] = ()
+    # The per-request parameter a component reads (logits-processor: its SamplingParams.extra_args key), which
+    # the manifest records so doctor's live probe can send it.
+    parameter: str | None = None
     # Seams that replace in-tree classes (custom-op): the classes offered, by class name, with where they live.
     ops: dict[str, dict[str, str]] = field(default_factory=dict)
     # question -> answer that at most one component of this seam per project may give (a single vLLM slot)

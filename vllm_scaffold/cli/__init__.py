@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from vllm_scaffold.cli import add, check_update, doctor, explain, find, listing, migrate, new, triage, update
-from vllm_scaffold.cli.options import on_terminal
+from vllm_scaffold.cli.options import OWN_HELP, on_terminal
 
 app = typer.Typer(
     name="vllm-scaffold",
@@ -43,8 +43,8 @@ def options(
     """Generate out-of-tree vLLM plugin packages for every extension seam."""
 
 
-app.command("new")(new.command)
-app.command("add")(add.command)
+app.command("new", context_settings=OWN_HELP)(new.command)
+app.command("add", context_settings=OWN_HELP)(add.command)
 app.command("list")(listing.command)
 app.command("explain")(explain.command)
 app.command("doctor")(doctor.command)

@@ -12,10 +12,15 @@ if TYPE_CHECKING:
     from vllm_scaffold.catalog import Registry
 
 
+
 def command(
-    seam: Annotated[str, typer.Argument(help="Seam or registry key ('vllm-scaffold list --all').")],
+    seam: Annotated[str, typer.Argument(metavar="SEAM", help="Seam or registry key ('vllm-scaffold list --all').")],
 ) -> None:
-    """Explain a seam or registry: which processes load it and when, how it is selected, what breaks silently."""
+    """Explain a seam or registry: what loads it, how it is chosen, its pitfalls.
+
+    Which processes load it and when, how a user selects it, what breaks silently, and for a seam the --data
+    keys its template asks.
+    """
     with reporting():
         from vllm_scaffold.catalog import docs_page, get_seam, load_catalog, load_registries
         from vllm_scaffold.terminal import console
@@ -46,8 +51,13 @@ def command(
             *(f"  - {line}" for line in entry.pitfalls),
             "",
             f"Template: {'vllm-scaffold new ' + entry.key + ' NAME' if entry.has_template else 'none yet'}.",
-            *(["", "More, with the generated files and what to check (shipped with vllm-scaffold):"] if page else []),
         ]
+        if entry.has_template:
+            from vllm_scaffold.cli.options import data_keys
+
+            text += ["", *data_keys(entry.key, with_package=False)]
+        if page:
+            text += ["", "More, with the generated files and what to check (shipped with vllm-scaffold):"]
         console.paragraphs(text)
         if page:
             console.lines([str(page)])  # one word: a path is never broken

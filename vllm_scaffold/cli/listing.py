@@ -23,7 +23,10 @@ def command(
         ),
     ] = False,
 ) -> None:
-    """List every vLLM extension seam: registration, processes, timing, duplicates."""
+    """List every vLLM extension seam.
+
+    For each: how it registers, the processes that load it, when, and what a duplicate does.
+    """
     from vllm_scaffold.catalog import load_catalog
 
     seams = list(load_catalog().values())
@@ -43,6 +46,8 @@ def command(
 def _print_seams(seams: list[Seam]) -> None:
     from vllm_scaffold.terminal import console
 
+    # The template column only while some seam has none: "yes" on every row says nothing.
+    headers = HEADERS if not all(seam.has_template for seam in seams) else HEADERS[:-1]
     rows = [
         (
             seam.key,
@@ -52,18 +57,23 @@ def _print_seams(seams: list[Seam]) -> None:
             seam.duplicate_policy,
             "yes" if seam.kernel else "no",
             "yes" if seam.has_template else "not yet",
-        )
+        )[: len(headers)]
         for seam in seams
     ]
     title = "vLLM 0.32 extension seams"
-    if console.out().width >= _narrowest_table(rows):
-        _print_table(title, rows)
+    if len(headers) < len(HEADERS):
+        title += " (each has a template: vllm-scaffold new SEAM NAME)"
+    if console.out().width >= _narrowest_table(headers, rows):
+        _print_table(title, headers, rows)
         return
-    # Too narrow for a table whose cells keep their words whole: one block per seam instead.
+    # Too narrow for a table whose cells keep their words whole: one short block per seam instead, with what
+    # tells the seams apart; load timing and duplicates (paragraphs each) are left to `explain`.
     console.paragraphs([title, ""])
+    brief = {"group / API", "processes", "kernel", "template"}
     for key, *values in rows:
-        items = [f"  - {header}: {value}" for header, value in zip(HEADERS[1:], values, strict=True)]
-        console.paragraphs([key, *items, ""])
+        items = [f"  - {h}: {v}" for h, v in zip(headers[1:], values, strict=True) if h in brief]
+        console.paragraphs([key, *items])
+    console.paragraphs(["", "Load timing, duplicates and pitfalls of one seam: vllm-scaffold explain SEAM."])
 
 
 # What each status means to a user, as the heading of its group in `list --all`.
@@ -107,20 +117,20 @@ def _print_registries() -> None:
     console.paragraphs(text)
 
 
-def _narrowest_table(rows: list[tuple[str, ...]]) -> int:
+def _narrowest_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> int:
     """The width a bordered table needs so that no column is narrower than its longest word."""
-    columns = zip(HEADERS, *rows, strict=True)
+    columns = zip(headers, *rows, strict=True)
     longest_words = [max(len(word) for cell in column for word in cell.split()) for column in columns]
-    return sum(longest_words) + 3 * len(HEADERS) + 1
+    return sum(longest_words) + 3 * len(headers) + 1
 
 
-def _print_table(title: str, rows: list[tuple[str, ...]]) -> None:
+def _print_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     from rich.table import Table
 
     from vllm_scaffold.terminal import console
 
     table = Table(title=title, show_lines=True)
-    for header in HEADERS:
+    for header in headers:
         table.add_column(header, overflow="fold")
     for row in rows:
         table.add_row(*row)

@@ -12,6 +12,10 @@ import typer
 
 from vllm_scaffold.errors import ScaffoldError
 
+# What `new` tells a user to run in the package it made: the harness comes from the wheel `new` put in
+# wheels/ until it is on PyPI (the package's README says the same, and its CI runs it).
+INSTALL_FOR_TESTS = "pip install -e '.[test]' --find-links wheels"
+
 Defaults = Annotated[bool, typer.Option("--defaults", help="Take every default answer; ask nothing.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would change and write nothing.")]
 Data = Annotated[
@@ -42,16 +46,72 @@ def scaffold(
         if not result.written:
             console.lines([*result.describe(), "dry run: nothing was written"])
         elif result.new_package:
-            files = len(result.changes.created)
-            next_steps = f"next: cd {result.root}; install vLLM (README.md), then: pip install -e '.[test]' && pytest"
-            console.lines([f"created {result.root} ({files} files)", next_steps])
+            files = len(result.changes.created) + len(result.built)
+            console.lines([f"created {result.root} ({files} files)", *(f"note   {n}" for n in result.changes.notes)])
+            console.sentence(f"next: cd {result.root}; install vLLM (README.md), then: {INSTALL_FOR_TESTS} && pytest")
         else:
             console.lines(result.describe())
 
 
-def asked(help: str) -> typer.models.ArgumentInfo:
-    """A positional argument that a terminal session may leave out and be asked for."""
-    return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False)
+def asked(help: str, *, eager: bool = False) -> typer.models.ArgumentInfo:
+    """A positional argument that a terminal session may leave out and be asked for (`eager`: read before
+    `--help`, which then names what it implies)."""
+    return typer.Argument(help=f"{help}; asked if omitted on a terminal.", show_default=False, is_eager=eager)
+
+
+def data_keys(seam_key: str, *, with_package: bool) -> list[str]:
+    """The `--data KEY=VALUE` answers `new` (`with_package`: the package's questions too) or `add` take for a
+    SEAM component, one `  - ` item each: its help, default and choices."""
+    from vllm_scaffold.catalog import templated_seam
+    from vllm_scaffold.generate.rendering import questions
+
+    seam = templated_seam(seam_key)
+    assert seam.template is not None
+    templates = (["package"] if with_package else []) + [seam.template]
+    items = []
+    for template in templates:
+        for key, question in questions(template).items():
+            if question.get("when", True) is False:
+                continue  # derived from other answers, never asked
+            choices = question.get("choices")
+            offered = [str(c) for c in (choices.values() if isinstance(choices, dict) else choices or [])]
+            raw = question.get("default", "")
+            default = str(raw).lower() if isinstance(raw, bool) else str(raw)
+            facts = [f"one of {', '.join(offered)}" if offered else question.get("type", "str")]
+            if default and "{{" not in default:
+                facts.append(f"default {default}")
+            help_text = " ".join(str(question.get("help", "")).split())
+            items.append(f"  - {key} ({'; '.join(facts)}): {help_text}")
+    return [f"--data KEY=VALUE answers for a {seam.key} component:", *items]
+
+
+def help_with_data_keys(ctx: typer.Context, _param: object, value: bool) -> None:
+    """`--help` of `new` and `add`: the command's help, then, when SEAM is given, the --data keys it takes."""
+    if not value or ctx.resilient_parsing:
+        return
+    typer.echo(ctx.get_help())
+    seam = ctx.params.get("seam")
+    if seam:
+        from vllm_scaffold.terminal import console
+
+        with reporting():
+            console.paragraphs(["", *data_keys(seam, with_package=ctx.info_name == "new")])
+    raise typer.Exit()
+
+
+# `--help` that lists the --data keys of the SEAM given before it (`new attention-backend --help`).
+HelpWithDataKeys = Annotated[
+    bool,
+    # Not eager, unlike click's own --help: SEAM is (`asked(..., eager=True)`), so it is read first.
+    typer.Option(
+        "--help",
+        expose_value=False,
+        callback=help_with_data_keys,
+        help="Show this message (after SEAM: also its template's --data keys) and exit.",
+    ),
+]
+# The commands that take HelpWithDataKeys in place of click's own --help.
+OWN_HELP = {"help_option_names": []}
 
 
 @contextmanager

@@ -14,7 +14,9 @@ def command(
     project: Annotated[Path, typer.Option("--project", help="The package to update (made by 'new').")] = Path(),
     dry_run: DryRun = False,
 ) -> None:
-    """Re-render a generated package from its recorded answers and merge three ways with your edits.
+    """Bring a generated package to the installed templates.
+
+    Re-renders it from its recorded answers and merges three ways with your edits.
 
     Template changes are applied and your edits kept; where both changed the same lines the file gets
     conflict markers, is listed, and the exit code is 1.

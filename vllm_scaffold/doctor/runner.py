@@ -277,9 +277,29 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _syntax_errors(package: PluginPackage) -> list[Finding]:
+    """Modules that do not parse, and files holding the conflict markers of an unresolved `update` (named as
+    such: a module with markers does not parse either, and the fix is to resolve the merge)."""
     from vllm_scaffold.doctor.report.findings import error
+    from vllm_scaffold.project import conflicts
 
-    return [
+    root = package.project.root
+    modules = {module.rel: module for module in package.modules.values()}
+    # What update merges: the package's modules, and every file of its base snapshot (docs, README...).
+    base = root / ".vllm-scaffold" / "base"
+    generated = [p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()] if base.is_dir() else []
+    marked = conflicts.unresolved(root, sorted(set(modules) | set(generated)))
+    findings = [
+        error(
+            "update-conflict-markers",
+            f"{relpath}:{line}",
+            f"{relpath} holds the conflict markers 'vllm-scaffold update' writes: the merge of your edit and "
+            "the template's change is unresolved" + (", and the module does not parse" if relpath in modules else ""),
+            f"keep the lines you want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}', "
+            "delete the markers, and run 'vllm-scaffold update' again",
+        )
+        for relpath, line in marked.items()
+    ]
+    return findings + [
         error(
             "syntax-error",
             module.rel,
@@ -287,5 +307,5 @@ def _syntax_errors(package: PluginPackage) -> list[Finding]:
             "fix the syntax",
         )
         for module in package.modules.values()
-        if module.syntax_error
+        if module.syntax_error and module.rel not in marked
     ]

@@ -169,6 +169,9 @@ def add_component(
     if keys:
         changes.notes.append(HARNESS_INSTALL)
     answers = render_into(changes, seam.template, {**context, **seam_facts(seam)}, data, ask=ask)
+    if ask is None:
+        changes.notes += defaulted_choices(seam.template, data, answers)
+    changes.notes += _name_names_another_op(seam, name, answers)
     _check_single_slots(project, seam, name, answers)
     answers_file(changes, f"{seam.key}-{name}", seam.template, {**context, **answers})
 
@@ -182,6 +185,8 @@ def add_component(
     component: dict[str, object] = {"seam": seam.key, "name": name, "module": f"{project.package}.{module}"}
     if seam.object:
         component["object"] = seam.object.format_map(fields)
+    if seam.parameter:
+        component["parameter"] = seam.parameter.format_map(fields)
     if seam.enable:
         component["enable"] = [line.format_map(fields) for line in seam.enable]
     changes.keys.append(pyproject_edit.add_component(doc, component))
@@ -191,6 +196,34 @@ def add_component(
         _add_registration(changes, f"{project.package_dir}/{PLUGIN_MODULE}.py", seam.registration.format_map(fields))
     if (project.root / "README.md").is_file():
         _add_readme_row(changes, seam, name, module, fields)
+
+
+def defaulted_choices(template: str, data: dict[str, str], answers: dict[str, Any]) -> list[str]:
+    """A note per question with choices that took its default unasked (`--defaults`, or no terminal): what
+    was chosen, and how to choose each other answer. A component's name does not choose for it."""
+    from vllm_scaffold.generate.rendering import questions
+
+    notes = []
+    for key, question in questions(template).items():
+        choices = question.get("choices")
+        if not choices or key in data or question.get("when", True) is False:
+            continue
+        offered = [str(value) for value in (choices.values() if isinstance(choices, dict) else choices)]
+        others = " or ".join(f"--data {key}={value}" for value in offered if value != str(answers.get(key)))
+        notes.append(f"{key}: took the default {answers.get(key)} (another: {others})")
+    return notes
+
+
+def _name_names_another_op(seam: Seam, name: str, answers: dict[str, Any]) -> list[str]:
+    """Where a component of a seam that replaces in-tree ops (custom-op) is named after an op it does not
+    replace (`fused_rmsnorm` replacing SiluAndMul), a note saying so and how to replace the named one."""
+    chosen = str(answers.get("op"))
+    squeezed = name.replace("_", "").lower()
+    return [
+        f"the name '{name}' names {op}, but the component replaces {chosen} (op); to replace {op}, pass --data op={op}"
+        for op, facts in seam.ops.items()
+        if op != chosen and (op.lower() in squeezed or facts.get("registry_name", "").replace("_", "") in squeezed)
+    ]
 
 
 def _check_single_slots(project: Project, seam: Seam, name: str, answers: dict[str, Any]) -> None:

@@ -18,9 +18,9 @@ import tomlkit
 from tomlkit.container import Container
 from tomlkit.items import Table
 
-YOURS_MARKER = "<<<<<<< yours"
-SEPARATOR = "======="
-TEMPLATE_MARKER = ">>>>>>> template"
+from vllm_scaffold.project.conflicts import SEPARATOR, TEMPLATE_MARKER, YOURS_MARKER
+
+__all__ = ["SEPARATOR", "TEMPLATE_MARKER", "YOURS_MARKER", "Merged", "merge_text", "merge_toml"]
 
 
 @dataclass

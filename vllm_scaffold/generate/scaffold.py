@@ -14,7 +14,7 @@ import yaml
 from vllm_scaffold import harness_requirement
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.generate import names, snapshot
+from vllm_scaffold.generate import harness_wheel, names, snapshot
 from vllm_scaffold.generate.answers import recorded_data
 from vllm_scaffold.generate.changeset import Changeset
 from vllm_scaffold.generate.component import add_component, answers_file, check_component_name, render_into, split_data
@@ -32,10 +32,12 @@ class Result:
     changes: Changeset
     written: bool
     new_package: bool  # `new`: every path is inside the directory `root` names
+    built: tuple[str, ...] = ()  # files written besides the rendered ones: `new`'s harness wheel
 
     def describe(self) -> list[str]:
         """One line per created file, edited file, TOML key and note, then the diff of each edited file."""
-        return self.changes.describe(prefix=f"{self.root.name}/" if self.new_package else "")
+        prefix = f"{self.root.name}/" if self.new_package else ""
+        return [f"create {prefix}{path}" for path in self.built] + self.changes.describe(prefix=prefix)
 
 
 def package_destination(name: str, dest: Path | None) -> Path:
@@ -75,11 +77,15 @@ def new_package(
         # The component is planned against the rendered skeleton, read as the project it will be.
         project = Project.load(skeleton)
         add_component(changes, project, seam, name, seam_data, module=seam.module, ask=ask)
+        # The harness wheel in wheels/, so `pip install -e '.[test]' --find-links wheels` works before the
+        # harness is on PyPI. Built, not rendered: it is neither in the changeset nor in the base snapshot.
+        built = (harness_wheel.wheel_path(),)
         if dry_run:
             changes.check()
-            return Result(dest, changes, written=False, new_package=True)
+            return Result(dest, changes, written=False, new_package=True, built=built)
         changes.apply()
         snapshot.record(stage)
+        harness_wheel.write_into(stage / harness_wheel.WHEELS_DIR)
         if dest.exists():
             dest.rmdir()
         if scratch_parent is None:
@@ -87,7 +93,7 @@ def new_package(
             shutil.move(str(stage), dest)
         else:
             os.rename(stage, dest)
-    return Result(dest, changes, written=True, new_package=True)
+    return Result(dest, changes, written=True, new_package=True, built=built)
 
 
 def render_example(seam_key: str, dest: Path) -> Path:

@@ -30,11 +30,11 @@ import yaml
 from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.generate import identity, snapshot
+from vllm_scaffold.generate import harness_wheel, identity, snapshot
 from vllm_scaffold.generate.answers import recorded_data
 from vllm_scaffold.generate.merge import merge_text, merge_toml
 from vllm_scaffold.generate.scaffold import PACKAGE_TEMPLATE, add_to_project, new_package
-from vllm_scaffold.project import Project
+from vllm_scaffold.project import Project, conflicts
 
 PYPROJECT = "pyproject.toml"
 
@@ -42,7 +42,7 @@ PYPROJECT = "pyproject.toml"
 @dataclass
 class Plan:
     root: Path
-    writes: dict[str, str] = field(default_factory=dict)  # relative path -> new content
+    writes: dict[str, str | bytes] = field(default_factory=dict)  # relative path -> new content
     removals: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # one per file or key that changes or needs the user
     diffs: list[str] = field(default_factory=list)  # unified diffs of the working tree's changed files
@@ -85,7 +85,9 @@ def plan_update(root: Path) -> Plan:
         _plan_review(plan, generated)
     else:
         _plan_merge(plan, base, generated)
+    _plan_leftover_conflicts(plan, generated)
     _plan_snapshot(plan, snapshot.base_files(root) or {}, generated)
+    _plan_harness_wheel(plan)
     for relpath, text in fresh.items():
         if relpath not in generated and _current(root, relpath) != text:
             plan.writes[relpath] = text  # the answers records, now naming this tool version
@@ -157,10 +159,11 @@ def render_fresh(records: dict[str, dict[str, Any]]) -> dict[str, str]:
                     _component_data(record),
                     dry_run=False,
                 )
+        # wheels/ holds the harness wheel `new` builds, not a render: `_plan_harness_wheel` keeps it current.
         return {
             path.relative_to(dest).as_posix(): path.read_text(encoding="utf-8")
             for path in sorted(dest.rglob("*"))
-            if path.is_file()
+            if path.is_file() and path.relative_to(dest).parts[0] != harness_wheel.WHEELS_DIR
         }
 
 
@@ -238,6 +241,43 @@ def _plan_review(plan: Plan, generated: dict[str, str]) -> None:
             plan.conflicts.append(relpath)
             plan.writes[f"{relpath}.rej"] = "\n".join(_diff(relpath, yours, now)) + "\n"
             plan.lines.append(f"review  {relpath}.rej (your file against the current template)")
+
+
+def _plan_leftover_conflicts(plan: Plan, generated: dict[str, str]) -> None:
+    """Files that still hold conflict markers an earlier update wrote: listed and counted as conflicts, so the
+    package is never called up to date (nor the exit code 0) until they are resolved."""
+    newly = set(plan.conflicts)
+    for relpath in sorted(set(generated) - newly):
+        text = plan.writes.get(relpath)
+        lines = conflicts.marker_lines(text) if isinstance(text, str) else None
+        if lines is None:
+            lines = [line for _, line in conflicts.unresolved(plan.root, [relpath]).items()]
+        if lines:
+            plan.conflicts.append(relpath)
+            plan.lines.append(
+                f"unresolved {relpath}: conflict markers from an earlier update remain (line {lines[0]}); keep the "
+                f"lines you want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}' and delete "
+                "the markers"
+            )
+
+
+def _plan_harness_wheel(plan: Plan) -> None:
+    """The harness wheel in wheels/ becomes this tool's, replacing other builds of the harness there.
+
+    Only where the package keeps one: a package whose `wheels/` is gone installs the harness from PyPI.
+    """
+    folder = plan.root / harness_wheel.WHEELS_DIR
+    if not folder.is_dir():
+        return
+    name, content = harness_wheel.wheel()
+    path = folder / name
+    if not path.is_file() or path.read_bytes() != content:
+        plan.writes[f"{harness_wheel.WHEELS_DIR}/{name}"] = content
+        plan.lines.append(f"{'update  ' if path.is_file() else 'create  '}{harness_wheel.WHEELS_DIR}/{name}")
+    for stale in sorted(folder.glob("vllm_scaffold_testing-*.whl")):
+        if stale.name != name:
+            plan.removals.append(f"{harness_wheel.WHEELS_DIR}/{stale.name}")
+            plan.lines.append(f"remove  {harness_wheel.WHEELS_DIR}/{stale.name}")
 
 
 def _plan_snapshot(plan: Plan, base: dict[str, str], generated: dict[str, str]) -> None:

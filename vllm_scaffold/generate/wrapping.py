@@ -3,8 +3,9 @@
 The formatter lays out code but leaves comments and docstrings as they are, and generated prose names the
 package, its classes and its environment variables: `vllm_plugin.py` of a 40-character package says
 "entry point `that_name` once in each process", and the line no longer fits. `wrap_prose` re-fills only the
-lines that are too long, at word boundaries, keeping their indentation, so short names render exactly as the
-template reads and long ones still pass `ruff check` (E501). Code and string literals are never touched.
+lines that are too long (with the rest of their paragraph), at word boundaries, keeping their indentation, so
+short names render exactly as the template reads and long ones still pass `ruff check` (E501). Code and
+string literals are never touched.
 """
 
 from __future__ import annotations
@@ -18,28 +19,47 @@ _PRAGMAS = ("# noqa", "# type:", "# pyright:", "# fmt:", "# pragma:", "# ruff:")
 
 
 def wrap_prose(source: str, width: int) -> str:
-    """`source` with every too-long comment and docstring line re-filled to at most `width` characters."""
+    """`source` with every too-long comment and docstring line re-filled to at most `width` characters.
+
+    A too-long line is re-filled together with the lines that continue its paragraph, so the words it pushes
+    out join the next line instead of standing on a line of their own.
+    """
     lines = source.splitlines(keepends=True)
     if all(len(line.rstrip("\r\n")) <= width for line in lines):
         return source
-    replacements: dict[int, list[str]] = {}  # 0-based line -> the lines that replace it
+    text = [line.rstrip("\r\n") for line in lines]
+    replacements: dict[int, list[str]] = {}  # 0-based line -> the lines that replace it ([]: joined above)
     for first, last, indent in _docstrings(source):
         for index in range(first, last + 1):
-            line = lines[index].rstrip("\r\n")
-            if len(line) > width:
-                continuation = indent + ("  " if line.lstrip().startswith("- ") else "")
-                if index != first:
-                    continuation = line[: len(line) - len(line.lstrip())] + continuation[len(indent) :]
-                replacements[index] = _fill(line, width, continuation)
-    for index, column, comment in _comments(source):
-        line = lines[index].rstrip("\r\n")
+            line = text[index]
+            if len(line) <= width or index in replacements:
+                continue
+            continuation = indent + ("  " if line.lstrip().startswith("- ") else "")
+            if index != first:
+                continuation = line[: len(line) - len(line.lstrip())] + continuation[len(indent) :]
+            end = index
+            while end < last and _continues(text[end + 1], continuation):
+                end += 1
+            joined = " ".join([line, *(text[i].strip() for i in range(index + 1, end + 1))])
+            replacements[index] = _fill(joined, width, continuation)
+            replacements.update((i, []) for i in range(index + 1, end + 1))
+    comments = _comments(source)
+    full_line = {index: column for index, column, _ in comments if not text[index][:column].strip()}
+    for index, column, comment in comments:
+        line = text[index]
         if len(line) <= width or comment.startswith(_PRAGMAS) or index in replacements:
             continue
         code = line[:column].rstrip()
         indent = line[: len(line) - len(line.lstrip())]
-        text = comment.lstrip("#").strip()
-        wrapped = _fill(f"{indent}# {text}", width, f"{indent}# ")
-        replacements[index] = wrapped + ([code] if code else [])
+        body = comment.lstrip("#").strip()
+        continuation = f"{indent}# " + ("  " if body.startswith("- ") else "")
+        end = index
+        while not code and full_line.get(end + 1) == column and _continues(text[end + 1], continuation):
+            end += 1
+        following = [text[i].strip().lstrip("#").strip() for i in range(index + 1, end + 1)]
+        replacements[index] = _fill(" ".join([f"{indent}# {body}", *following]), width, continuation)
+        replacements[index] += [code] if code else []
+        replacements.update((i, []) for i in range(index + 1, end + 1))
     if not replacements:
         return source
     out: list[str] = []
@@ -50,6 +70,20 @@ def wrap_prose(source: str, width: int) -> str:
         else:
             out.append(line)
     return "".join(out)
+
+
+# What starts a line that is no continuation of the paragraph above it: deeper indentation, a new bullet,
+# the closing quotes of a docstring.
+_NEW_BLOCK = (" ", "- ", '"""', "'''")
+
+
+def _continues(line: str, continuation: str) -> bool:
+    """Whether `line` continues the paragraph whose later lines start `continuation` (a docstring's indent, or
+    `# ` and a bullet's hang): the same start, no deeper, not empty, not a new bullet, not a pragma."""
+    if not line.startswith(continuation) or line.lstrip().startswith(_PRAGMAS):
+        return False
+    rest = line[len(continuation) :]
+    return bool(rest.strip()) and not rest.startswith(_NEW_BLOCK)
 
 
 def _fill(line: str, width: int, continuation: str) -> list[str]:

@@ -46,6 +46,12 @@ def lines(messages: Iterable[str]) -> None:
         out().print(escape(message))
 
 
+def sentence(message: str) -> None:
+    """One logical line on stdout, like `error`: wrapped between words on a terminal, whole when piped."""
+    console = out()
+    console.print(escape(message), soft_wrap=not console.is_terminal)
+
+
 def paragraphs(texts: Iterable[str]) -> None:
     """Each text wrapped between words at the output's width; the lines of a `  - ` item hang under its text."""
     from vllm_scaffold.generate.wrapping import fill_words

@@ -44,7 +44,7 @@ def add_arguments(seam: str | None, root: Path | None) -> tuple[str, str]:
             intro=has + (" (* marks their seams)" if components else ""),
         )
     name = prompts.ask_text(
-        "Component name (also its subpackage, e.g. target_token):",
+        f"Component name (also its subpackage, e.g. {chosen.name_example or chosen.example}):",
         lambda answer: check_component_name(project, answer, answer),
     )
     return chosen.key, name

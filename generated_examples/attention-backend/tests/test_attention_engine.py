@@ -112,8 +112,7 @@ def generate_both_ways(llm: Any, prompts: list[list[int]]) -> tuple[list[list[in
 
 
 # The Triton path inside the engine runs under the interpreter on CPU (slow: `pytest --slow`); the kernel
-# tests
-# check the same kernels directly in the default run.
+# tests check the same kernels directly in the default run.
 @pytest.mark.parametrize("kernels", ["torch", pytest.param("triton", marks=pytest.mark.slow)])
 def test_greedy_tokens_match_cpu_attn(
     kernels: str,

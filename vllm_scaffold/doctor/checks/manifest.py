@@ -66,11 +66,22 @@ def components_registered(ctx: Context) -> list[Finding]:
                     where,
                     f"{label} is listed in the manifest, but nothing the general plugin runs reaches {module} "
                     "(its line in COMPONENT_REGISTRATIONS is gone?): it never registers with vLLM",
-                    f'call its registration from the general plugin (add "{module}.<module>:register" to '
-                    "COMPONENT_REGISTRATIONS)",
+                    f"call its registration from the general plugin (add {_registration_target(seam, component)} "
+                    "to COMPONENT_REGISTRATIONS)",
                 )
             )
     return findings
+
+
+def _registration_target(seam, component: dict) -> str:
+    """The "pkg.module.file:register" line the catalog says a component of `seam` registers through, filled from
+    the manifest entry, or a description of one when the entry does not say enough to fill it."""
+    module = str(component.get("module", ""))
+    package, _, subpackage = module.partition(".")
+    try:
+        return '"' + seam.registration.format(package=package, module=subpackage) + '"'
+    except (KeyError, IndexError, ValueError):
+        return f"the register function of {module or 'the component'}, as 'module:function'"
 
 
 def version_specifiers(ctx: Context) -> list[Finding]:

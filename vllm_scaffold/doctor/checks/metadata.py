@@ -111,16 +111,23 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
                     else "names are entry-point names, see 'pip show' or each package's pyproject.toml",
                 )
             )
-    for ep in ctx.package.entry_points:
-        if ep.group in vllm_facts.FILTERED_GROUPS and ep.group != vllm_facts.ENDPOINT and ep.name not in requested:
-            findings.append(
-                error(
-                    "plugins-excludes-package",
-                    ep.where,
-                    f"VLLM_PLUGINS does not name '{ep.name}', so vLLM never loads it",
-                    f"add it: VLLM_PLUGINS={','.join([*(n.strip() for n in requested if n.strip()), ep.name])}",
-                )
+    excluded = [
+        ep
+        for ep in ctx.package.entry_points
+        if ep.group in vllm_facts.FILTERED_GROUPS and ep.group != vllm_facts.ENDPOINT and ep.name not in requested
+    ]
+    # One value naming each wanted plugin once: the names given (stripped) and every excluded one, which may
+    # already be among them with whitespace, or be the name of entry points in two groups.
+    wanted = ",".join(dict.fromkeys([*(n.strip() for n in requested if n.strip()), *(ep.name for ep in excluded)]))
+    for ep in excluded:
+        findings.append(
+            error(
+                "plugins-excludes-package",
+                ep.where,
+                f"VLLM_PLUGINS does not name '{ep.name}', so vLLM never loads it",
+                f"add it: VLLM_PLUGINS={wanted}",
             )
+        )
     own = {ep.name for ep in ctx.package.entry_points}
     dropped = sorted(name for name, origin in installed.items() if name not in requested and name not in own)
     if dropped:

@@ -113,6 +113,15 @@ def live_findings(ctx: Context, *, use_cache: bool = True) -> list[Finding]:
     own = [
         {"group": ep.group, "name": ep.name, "value": ep.value} for ep in ctx.package.entry_points if ep.group in GROUPS
     ]
+    # The per-request parameter the manifest records for a component's object (a logits processor's
+    # extra_args key): the probe sends it, since default SamplingParams never reach the processor's code.
+    components = ctx.package.project.manifest.get("components", [])
+    parameters = {
+        str(c.get("object")): str(c["parameter"]) for c in components if isinstance(c, dict) and c.get("parameter")
+    }
+    for ep in own:
+        if ep["value"] in parameters:
+            ep["parameter"] = parameters[ep["value"]]
     cached = cache_dir() / f"{_fingerprint(ctx)}.json"
     if use_cache and cached.is_file():
         return [Finding.from_json(item) for item in json.loads(cached.read_text(encoding="utf-8"))]

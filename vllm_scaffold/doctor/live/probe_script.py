@@ -310,13 +310,55 @@ def check_logits_processor(ep: dict[str, str], cls) -> None:
         check_argmax_claim(ep, cls)
 
 
+# Values tried for a processor's per-request parameter, in order: a token id, then a list of them (the two
+# shapes a logits processor's parameter takes); the first its validate_params accepts is sent.
+PARAMETER_VALUES = (3, [3, 5])
+
+
 def check_argmax_claim(ep: dict[str, str], cls) -> None:
-    """is_argmax_invariant() True makes vLLM skip the processor for greedy batches: apply must keep argmax."""
-    import torch
+    """is_argmax_invariant() True makes vLLM skip the processor for greedy batches: apply must keep argmax.
+
+    Four requests go through a real BatchUpdate: with default SamplingParams, and, where the manifest names
+    the processor's parameter, two of them passing it (default parameters alone never reach the code that
+    changes the logits of a processor driven by a per-request parameter).
+    """
     from vllm import SamplingParams
+
+    parameter = ep.get("parameter")
+    batches = [[SamplingParams() for _ in range(4)]]
+    for value in PARAMETER_VALUES if parameter else ():
+        passing = SamplingParams(extra_args={parameter: value})
+        try:
+            cls.validate_params(passing)
+        except Exception:  # noqa: BLE001,S112 - a value the processor refuses at admission: try the next shape
+            continue
+        batches.append([passing, SamplingParams(), passing, SamplingParams()])
+        break
+    for batch in batches:
+        changed = _argmax_changes(cls, batch)
+        if changed is None:
+            return
+        if changed:
+            sent = f" ({parameter}={batch[0].extra_args[parameter]!r} in 2 of them)" if batch[0].extra_args else ""
+            report(
+                "error",
+                "logits-argmax-claim",
+                where(ep),
+                f"{cls.__name__}.is_argmax_invariant() returns True but apply() changed the argmax of {changed} of "
+                f"{len(batch)} rows of random logits{sent}: vLLM skips argmax-invariant processors for greedy "
+                "batches, so greedy requests silently ignore it",
+                "return False from is_argmax_invariant() (it is read once, when the processor is built)",
+            )
+            return
+
+
+def _argmax_changes(cls, params: list) -> int | None:
+    """How many rows of random logits `cls.apply` gives another argmax, for requests with `params`; None when
+    the processor claims no argmax invariance, or cannot be run outside an engine."""
+    import torch
     from vllm.v1.sample.logits_processor import BatchUpdate
 
-    batch, vocab = 4, 64
+    batch, vocab = len(params), 64
     config = SimpleNamespace(
         scheduler_config=SimpleNamespace(max_num_seqs=batch, max_num_batched_tokens=256),
         model_config=SimpleNamespace(get_vocab_size=lambda: vocab, max_model_len=256),
@@ -324,25 +366,15 @@ def check_argmax_claim(ep: dict[str, str], cls) -> None:
     try:
         processor = cls(config, torch.device("cpu"), False)
         if not processor.is_argmax_invariant():
-            return
-        added = [(i, SamplingParams(), [1, 2, 3], []) for i in range(batch)]
+            return None
+        added = [(i, p, [1, 2, 3], []) for i, p in enumerate(params)]
         processor.update_state(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
         generator = torch.Generator().manual_seed(0)
         logits = torch.randn(batch, vocab, generator=generator)
         out = processor.apply(logits.clone())
     except Exception:  # noqa: BLE001 - a processor that needs a real engine is probed by its own tests instead
-        return
-    changed = int((out.argmax(dim=-1) != logits.argmax(dim=-1)).sum())
-    if changed:
-        report(
-            "error",
-            "logits-argmax-claim",
-            where(ep),
-            f"{cls.__name__}.is_argmax_invariant() returns True but apply() changed the argmax of {changed} of "
-            f"{batch} rows of random logits: vLLM skips argmax-invariant processors for greedy batches, so greedy "
-            "requests silently ignore it",
-            "return False from is_argmax_invariant() (it is read once, when the processor is built)",
-        )
+        return None
+    return int((out.argmax(dim=-1) != logits.argmax(dim=-1)).sum())
 
 
 ENDPOINT_MEMBERS = ("name", "required_tasks", "attach_router", "init_state")

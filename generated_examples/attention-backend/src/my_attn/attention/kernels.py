@@ -414,6 +414,13 @@ def paged_attention(
             SKIP_DECODES=num_decodes > 0,
             # float32 tiles multiply exactly on the FMA units ("ieee"), which hold the whole 64 x 128 GQA
             # tile in registers: four warps need over 255 registers per thread and spill kilobytes of them.
+            # The trade at 16-bit (vllm_scaffold_testing.cuda_report, sm_90, GQA-4 at head size 128): the
+            # 64-row tile (BLOCK_Q 16 x GROUP_PAD 4) keeps its 64 x 128 float32 accumulator, the query tile
+            # and the 64 x TILE_N scores in registers, 147 per thread with no spill and 48.1 KiB of shared
+            # memory: three blocks of four warps fit an SM's 64K registers, 19 % occupancy. That is the price
+            # of reading each key/value tile once for 64 query rows; a smaller BLOCK_Q raises occupancy and
+            # reads the cache proportionally more often per query token. Not measured on a GPU: benchmark
+            # both (benchmarks/) before changing it.
             num_warps=8 if dtype == tl.float32 else 4,
         )
     return output
