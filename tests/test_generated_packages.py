@@ -132,7 +132,8 @@ def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
     with hosting_stand_in.serving({"vllm": "0.33.0"}) as hosting:
         left_open = hosting.add_issue("Release canary: the newest vLLM breaks this plugin", "", ["release-canary"])
         runner = {**hosting_stand_in.runner_variables(hosting), "VLLM_RELEASE": ""}  # on schedule: no input
-        results = fresh_clone.run_workflow(clone, venv, cache, workflow_file=".github/workflows/release-canary.yml", runner=runner)
+        canary = ".github/workflows/release-canary.yml"
+        results = fresh_clone.run_workflow(clone, venv, cache, workflow_file=canary, runner=runner)
     for step in results:
         print(f"canary: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
     failed = [step for step in results if step.returncode != 0]
