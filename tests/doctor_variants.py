@@ -711,3 +711,80 @@ BROKEN.update(
         ),
     }
 )
+
+
+# --- Guard idioms published plugins use to run on several releases: the branch for the other release never
+# runs on this one, so what it names must not be reported.
+CLEAN["fallback-import-resolves"] = Variant(
+    {
+        "plugin.py": '''
+        """Imports the offloading spec from where 0.32 has it; the fallback is an older release's path."""
+        try:
+            from vllm.v1.kv_offload.base import OffloadingSpec
+        except ImportError:
+            from vllm.v1.offloading.spec import OffloadingSpec  # absent in 0.32, never imported there
+
+
+        def register() -> None:
+            """Nothing to register."""
+            assert OffloadingSpec
+        '''
+    }
+)
+CLEAN["getattr-or-fallback"] = Variant(
+    {
+        "plugin.py": '''
+        """Reads the renamed tiering job class by its 0.32 name first."""
+        from vllm.v1.kv_offload.tiering import base
+
+        TransferJob = getattr(base, "TransferJob", None) or base.JobMetadata  # the older name, never read on 0.32
+
+
+        def register() -> None:
+            """Nothing to register."""
+        '''
+    }
+)
+CLEAN["abc-virtual-subclass"] = Variant(
+    {
+        "plugin.py": '''
+        """Declares the Fx spec a virtual subclass of vLLM's OffloadingSpec (an abc.ABC: register comes from it)."""
+        from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+        class FxSpec:
+            """A duck-typed offloading spec."""
+
+
+        def register() -> None:
+            OffloadingSpec.register(FxSpec)
+        '''
+    }
+)
+CLEAN["capability-helper-return"] = Variant(
+    {
+        "plugin.py": '''
+        """Reads the old profiler switch only where the release still has it, behind a helper that tests for it."""
+        import vllm.envs as envs
+
+
+        def _has_profiler_dir() -> bool:
+            return hasattr(envs, "VLLM_TORCH_PROFILER_DIR")
+
+
+        def register() -> None:
+            if not _has_profiler_dir():
+                return
+            print(envs.VLLM_TORCH_PROFILER_DIR)
+        '''
+    }
+)
+CONTRASTS["fallback-import-resolves"] = (
+    "plugin.py",
+    "from vllm.v1.kv_offload.base import OffloadingSpec",
+    "from vllm.v1.kv_offload.spec import OffloadingSpec",
+    "vllm-import-missing",
+)
+CONTRASTS["getattr-or-fallback"] = ("plugin.py", '"TransferJob"', '"TransferJobs"', "vllm-attribute-missing")
+CONTRASTS["abc-virtual-subclass"] = ("plugin.py", ".register(FxSpec)", ".register_spec(FxSpec)", "vllm-attribute-missing")
+CONTRASTS["capability-helper-return"] = ("plugin.py", "if not _has_profiler_dir():", "if not FX:", "vllm-attribute-missing")

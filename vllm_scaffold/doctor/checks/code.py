@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
-from vllm_scaffold.doctor.reading.guards import GuardKind, guards
+from vllm_scaffold.doctor.reading.guards import GuardKind, dead_fallbacks, guards
 from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module, PluginPackage
 from vllm_scaffold.doctor.reading.reach import reached_functions
 from vllm_scaffold.doctor.reading.source import (
@@ -635,6 +635,7 @@ def vllm_imports(ctx: Context) -> list[Finding]:
         return []
     findings = []
     for module in ctx.package.parsed():
+        dead: set[int] | None = None
         for node in module.of_type(ast.Import, ast.ImportFrom):
             if isinstance(node, ast.Import):
                 targets = [(alias.name, None) for alias in node.names]
@@ -643,6 +644,11 @@ def vllm_imports(ctx: Context) -> list[Finding]:
             else:
                 continue
             absent_names = [m for source, name in targets if (m := _missing_vllm_name(source, name)) is not None]
+            if absent_names:
+                if dead is None:
+                    dead = dead_fallbacks(module, lambda source, name: _missing_vllm_name(source, name) is None)
+                if id(node) in dead:
+                    continue  # the fallback of a try block whose own imports exist here: it never runs
             guard = guards(module).get(id(node)) if absent_names else None
             if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
                 continue

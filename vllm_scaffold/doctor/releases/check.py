@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading.callers import CallSites
+from vllm_scaffold.doctor.reading.guards import dead_fallbacks
 from vllm_scaffold.doctor.reading.installed import ENDPOINT
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
@@ -30,6 +31,13 @@ from vllm_scaffold.vllm_facts.routes import declared_routes
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 _VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
+# Members vLLM classes inherit from bases outside vLLM (the index lists only vLLM's own members).
+_OUTSIDE_MEMBERS = {
+    "abc.ABC": frozenset({"register"}),
+    "enum.Enum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+    "enum.IntEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+    "enum.StrEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+}
 # Type names a string literal satisfies, or that say nothing about it.
 _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
 
@@ -103,14 +111,41 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _returns_unless(stmt: object) -> bool:
-    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed."""
+def _returns_unless(stmt: object, helpers: frozenset[str] = frozenset()) -> bool:
+    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed.
+    A call to one of `helpers` (the module's capability checks) is such a test too."""
     return (
         stmt.__class__ is ast.If
         and not stmt.orelse  # type: ignore[attr-defined]
         and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
-        and _is_version_test(stmt.test)  # type: ignore[attr-defined]
+        and (_is_version_test(stmt.test) or _calls_helper(stmt.test, helpers))  # type: ignore[attr-defined]
     )
+
+
+def _calls_helper(test: ast.expr, helpers: frozenset[str]) -> bool:
+    return bool(helpers) and any(
+        n.__class__ is ast.Call and getattr(n.func, "id", getattr(n.func, "attr", None)) in helpers  # type: ignore[attr-defined]
+        for n in walk_nodes(test)
+    )
+
+
+def capability_checks(module: Module) -> frozenset[str]:
+    """The module's functions that test what vLLM offers (a version, hasattr/getattr, find_spec, or an import
+    under try/except) and return the answer: `if not _has_x(): return` guards what follows as a version test
+    does."""
+    if "capability-checks" in module.memo:
+        return module.memo["capability-checks"]  # type: ignore[return-value]
+    found = set()
+    for node in module.of_type(ast.FunctionDef):
+        body = node.body  # type: ignore[attr-defined]
+        if not any(isinstance(n, ast.Return) and n.value is not None for n in walk_nodes(node)):
+            continue
+        tests = any(_is_version_test(n) for stmt in body for n in walk_nodes(stmt) if isinstance(n, ast.expr))
+        tries = any(isinstance(n, ast.Try) and _guards_of(n.handlers) for n in walk_nodes(node))
+        if tests or tries:
+            found.add(node.name)  # type: ignore[attr-defined]
+    module.memo["capability-checks"] = frozenset(found)
+    return module.memo["capability-checks"]  # type: ignore[return-value]
 
 
 # The nodes the checks read.
@@ -126,6 +161,7 @@ def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]
     if "release-blocks" in module.memo:
         return module.memo["release-blocks"]  # type: ignore[return-value]
     found: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+    helpers = capability_checks(module)
 
     def block(statements: list[ast.stmt], guard: str) -> None:
         if statements:
@@ -134,13 +170,13 @@ def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]
 
     def visit(statements: list[ast.stmt]) -> None:
         for position, stmt in enumerate(statements):
-            if _returns_unless(stmt):
+            if _returns_unless(stmt, helpers):
                 block(statements[position + 1 :], "guarded")  # `if not hasattr(...): return` guards what follows
             kind = stmt.__class__
             if kind is ast.If:
                 if _is_type_checking(stmt.test):  # type: ignore[attr-defined]
                     block(stmt.body, "type-checking")  # type: ignore[attr-defined]
-                elif _is_version_test(stmt.test):  # type: ignore[attr-defined]
+                elif _is_version_test(stmt.test) or _calls_helper(stmt.test, helpers):  # type: ignore[attr-defined]
                     block(stmt.body, "guarded")  # type: ignore[attr-defined]
                     block(stmt.orelse, "guarded")  # type: ignore[attr-defined]
             elif kind is ast.Try and _guards_of(stmt.handlers):  # type: ignore[attr-defined]
@@ -230,6 +266,8 @@ class ReleaseCheck:
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
+        if id(place.node) in self._dead(place.module):
+            return  # code that never runs on this release: the fallback of a test the release passes
         if place.guard == "guarded":
             if code != "vllm-import-missing":
                 return  # a use the plugin tests for (hasattr, a version check, try/except) before making it
@@ -241,6 +279,43 @@ class ReleaseCheck:
     @property
     def release(self) -> str:
         return f"vLLM {self.index.version}"
+
+    def _dead(self, module: Module) -> set[int]:
+        """id() of the nodes of `module` that never run on this release: the `except ImportError:` branch of a
+        try block whose imports the release has, and what follows `getattr(m, "New", None) or` in an `or`
+        chain when the release has m.New (`getattr(base, "TransferJob", None) or base.JobMetadata`)."""
+        memo = self.__dict__.setdefault("_dead_memo", {})
+        if module.name not in memo:
+            dead = dead_fallbacks(
+                module, lambda source, name: not self._first_missing(f"{source}.{name}" if name else source)
+            )
+            table = self.tables[module.name]
+            for node in module.of_type(ast.BoolOp):
+                if node.op.__class__ is not ast.Or:  # type: ignore[attr-defined]
+                    continue
+                values = node.values  # type: ignore[attr-defined]
+                for position, value in enumerate(values[:-1]):
+                    if self._getattr_exists(value, table):
+                        dead.update(id(n) for later in values[position + 1 :] for n in walk_nodes(later))
+                        break
+            memo[module.name] = dead
+        return memo[module.name]
+
+    def _getattr_exists(self, node: ast.expr, table: dict[str, str]) -> bool:
+        """`getattr(X, "name", ...)` where X is a vLLM name the release has with that attribute."""
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            return False
+        owner = qualified(node.args[0], table) if isinstance(node.args[0], ast.Name | ast.Attribute) else None
+        if not owner or owner.split(".")[0] != "vllm":
+            return False
+        return self.index.resolve(f"{owner}.{node.args[1].value}").kind not in {"missing", "unknown"}
 
     def _elsewhere(self, qualname: str) -> str:
         found = sorted((o.version for o in self.others if o.resolve(qualname).exists), key=_version)
@@ -302,10 +377,24 @@ class ReleaseCheck:
             prefix = ".".join(parts[:cut])
             symbol = self.index.resolve(prefix)
             if symbol.kind == "missing":
+                if self._inherited_from_outside(".".join(parts[: cut - 1]), parts[cut - 1]):
+                    return None
                 return prefix
             if symbol.kind == "unknown":
                 return None
         return None
+
+    def _inherited_from_outside(self, owner: str, name: str) -> bool:
+        """`name` is what a vLLM class gets from a base outside vLLM the index does not list members of:
+        `register` of an `abc.ABC` class (a virtual subclass), an Enum's `__members__`."""
+        symbol = self.index.resolve(owner)
+        if symbol.kind != "class":
+            return False
+        for cls in self.index.mro(symbol)[0]:
+            for base in self.index.class_entry(cls).get("b", ()):
+                if name in _OUTSIDE_MEMBERS.get(base, ()):
+                    return True
+        return False
 
     # -- attributes ----------------------------------------------------------------------------------------
 
