@@ -786,5 +786,15 @@ CONTRASTS["fallback-import-resolves"] = (
     "vllm-import-missing",
 )
 CONTRASTS["getattr-or-fallback"] = ("plugin.py", '"TransferJob"', '"TransferJobs"', "vllm-attribute-missing")
-CONTRASTS["abc-virtual-subclass"] = ("plugin.py", ".register(FxSpec)", ".register_spec(FxSpec)", "vllm-attribute-missing")
-CONTRASTS["capability-helper-return"] = ("plugin.py", "if not _has_profiler_dir():", "if not FX:", "vllm-attribute-missing")
+CONTRASTS["abc-virtual-subclass"] = (
+    "plugin.py",
+    ".register(FxSpec)",
+    ".register_spec(FxSpec)",
+    "vllm-attribute-missing",
+)
+CONTRASTS["capability-helper-return"] = (
+    "plugin.py",
+    "if not _has_profiler_dir():",
+    "if not FX:",
+    "vllm-attribute-missing",
+)
