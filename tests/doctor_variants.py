@@ -798,3 +798,64 @@ CONTRASTS["capability-helper-return"] = (
     "if not FX:",
     "vllm-attribute-missing",
 )
+
+
+# A platform plugin's worker class registers the plugin's ops: the platform sets it as worker_cls, so vLLM
+# imports it in every worker, where the ops are needed.
+CLEAN["platform-worker-registers"] = Variant(
+    {
+        "detector.py": '''
+        """The platform detector: claims the machine only where the Fx runtime is installed."""
+        import importlib.util
+
+
+        def detect() -> str | None:
+            return "fx_platform_worker_registers.platform.FxPlatform" if importlib.util.find_spec("fx_rt") else None
+        ''',
+        "platform.py": '''
+        """The Fx platform: vLLM imports it in every process once the detector claimed the machine."""
+        from vllm.platforms.interface import Platform, PlatformEnum
+
+
+        class FxPlatform(Platform):
+            _enum = PlatformEnum.OOT
+            device_name = "fx"
+
+            @classmethod
+            def check_and_update_config(cls, vllm_config) -> None:
+                parallel_config = vllm_config.parallel_config
+                if parallel_config.worker_cls == "auto":
+                    parallel_config.worker_cls = "fx_platform_worker_registers.worker.FxWorker"
+        ''',
+        "worker.py": '''
+        """The Fx worker: importing it registers the Fx ops in the worker process."""
+        from vllm.v1.worker.worker_base import WorkerBase
+
+        import fx_platform_worker_registers.ops  # noqa: F401  (registers at import)
+
+
+        class FxWorker(WorkerBase):
+            """Runs the model on the Fx device."""
+        ''',
+        "ops.py": '''
+        """The Fx RMSNorm, registered over vLLM's when imported."""
+        from vllm.model_executor.custom_op import CustomOp
+        from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+        @CustomOp.register_oot(name="RMSNorm")
+        class FxRMSNorm(RMSNorm):
+            """RMSNorm on the Fx device."""
+        ''',
+    },
+    pyproject="""
+    [project.entry-points."vllm.platform_plugins"]
+    fx_platform_worker_registers = "fx_platform_worker_registers.detector:detect"
+    """,
+)
+CONTRASTS["platform-worker-registers"] = (
+    "platform.py",
+    '"fx_platform_worker_registers.worker.FxWorker"',
+    '"vllm.v1.worker.cpu_worker.CPUWorker"',
+    "registration-outside-general-plugin",
+)

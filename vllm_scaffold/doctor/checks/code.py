@@ -27,8 +27,13 @@ from vllm_scaffold.vllm_facts.linear_kernels import KINDS
 
 
 def registration_timing(ctx: Context) -> list[Finding]:
-    """register_* at import of a module no general plugin reaches only holds in the process that imported it."""
+    """register_* at import of a module no general plugin reaches only holds in the process that imported it.
+
+    A platform plugin's modules count as reached too: vLLM imports the platform class (the path its detector
+    returns) in every process, and the worker class the platform sets as `worker_cls` in every worker, so a
+    registration those modules import holds where it is needed."""
     general = [ep.module for ep in ctx.package.entry_points_in(vllm_facts.GENERAL)]
+    general += [ep.module for ep in ctx.package.entry_points_in(vllm_facts.PLATFORM)]
     reached = reached_modules(ctx.package, general)
     findings = []
     for module in ctx.package.parsed():
