@@ -504,6 +504,9 @@ def write_contrast(name: str, dest: Path) -> Path:
     """The CLEAN variant `name` without what makes it intended."""
     file, text, replacement, _code = CONTRASTS[name]
     variant = CLEAN[name]
+    if file == "pyproject.toml":
+        assert text in variant.pyproject, f"{name}: {text!r} is not in its pyproject lines"
+        return write(name, Variant(variant.files, variant.pyproject.replace(text, replacement)), dest)
     source = dedent(variant.files[file])
     assert text in source, f"{name}: {text!r} is not in {file}"
     return write(name, Variant({**variant.files, file: source.replace(text, replacement)}, variant.pyproject), dest)
@@ -858,4 +861,30 @@ CONTRASTS["platform-worker-registers"] = (
     '"fx_platform_worker_registers.worker.FxWorker"',
     '"vllm.v1.worker.cpu_worker.CPUWorker"',
     "registration-outside-general-plugin",
+)
+
+
+# Entry-point groups of other programs: a fork's group in vLLM's namespace is a warning, another namespace
+# nothing at all; only a near-miss of one of vLLM's groups is the error ep-unknown-group.
+BROKEN["ep-group-unread"] = Variant(
+    {
+        "selector.py": '"""A preemption victim selector, read by a vLLM fork."""\n\n\nclass FxSelector:\n    """Picks no victim."""\n'
+    },
+    pyproject="""
+    [project.entry-points."vllm.victim_selector"]
+    fx = "fx_ep_group_unread.selector:FxSelector"
+    """,
+)
+CLEAN["other-framework-group"] = Variant(
+    {"bundle.py": '"""The extension bundle a vLLM fork\'s extension manager reads."""\n\nMANIFEST = {"name": "fx"}\n'},
+    pyproject="""
+    [project.entry-points."vllm_fork.extension_bundles"]
+    fx = "fx_other_framework_group.bundle"
+    """,
+)
+CONTRASTS["other-framework-group"] = (
+    "pyproject.toml",
+    '"vllm_fork.extension_bundles"',
+    '"vllm.general_plugin"',
+    "ep-unknown-group",
 )
