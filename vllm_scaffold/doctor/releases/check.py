@@ -499,12 +499,17 @@ class ReleaseCheck:
     # -- dotted strings ------------------------------------------------------------------------------------
 
     def dotted_strings(self, module: Module) -> None:
+        loggers: set[int] | None = None
         for node in module.of_type(ast.Constant):
             value = node.value  # type: ignore[attr-defined]
             if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
                 continue
             if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+            if loggers is None:
+                loggers = _logger_names(module)
+            if id(node) in loggers:
+                continue  # a logger's name ("vllm.plugins.fx") is a name, not a path
             place = Place(module, node)
             if place.guard == "type-checking":
                 continue
@@ -704,6 +709,25 @@ class ReleaseCheck:
                         "AttributeError",
                         "do on this release what the removed member did, or skip the call where it is missing",
                     )
+
+
+_LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild"})
+
+
+def _logger_names(module: Module) -> set[int]:
+    """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")` or
+    vLLM's `init_logger`, and the keys of a logging config's "loggers" table."""
+    found: set[int] = set()
+    for node in module.of_type(ast.Call):
+        func = node.func  # type: ignore[attr-defined]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in _LOGGER_FACTORIES:
+            found.update(id(a) for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "name")])  # type: ignore[attr-defined]
+    for node in module.of_type(ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
+                found.update(id(k) for k in value.keys if k is not None)
+    return found
 
 
 def _is_dunder(name: str) -> bool:
