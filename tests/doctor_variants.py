@@ -868,7 +868,13 @@ CONTRASTS["platform-worker-registers"] = (
 # nothing at all; only a near-miss of one of vLLM's groups is the error ep-unknown-group.
 BROKEN["ep-group-unread"] = Variant(
     {
-        "selector.py": '"""A preemption victim selector, read by a vLLM fork."""\n\n\nclass FxSelector:\n    """Picks no victim."""\n'
+        "selector.py": '''
+        """A preemption victim selector, read by a vLLM fork."""
+
+
+        class FxSelector:
+            """Picks no victim."""
+        '''
     },
     pyproject="""
     [project.entry-points."vllm.victim_selector"]

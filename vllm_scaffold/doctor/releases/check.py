@@ -38,6 +38,8 @@ _OUTSIDE_MEMBERS = {
     "enum.IntEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
     "enum.StrEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
 }
+# Bases outside vLLM an enum may have without adding upper-case attributes.
+_ENUM_BASES = frozenset({"enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag", "str", "int"})
 # Type names a string literal satisfies, or that say nothing about it.
 _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
 
@@ -381,8 +383,21 @@ class ReleaseCheck:
                     return None
                 return prefix
             if symbol.kind == "unknown":
-                return None
+                return prefix if self._enum_member_missing(".".join(parts[: cut - 1]), parts[cut - 1]) else None
         return None
+
+    def _enum_member_missing(self, owner: str, name: str) -> bool:
+        """`owner` is one of vLLM's enums and has no member or attribute `name`. The index marks a class with a
+        metaclass as having generated attributes, but an enum's members are the names its body binds
+        (`AttentionBackendEnum.TURBO_ATTN` on a release without that backend raises AttributeError)."""
+        symbol = self.index.resolve(owner)
+        if symbol.kind != "class" or not name.isupper():
+            return False
+        order = self.index.mro(symbol)[0]
+        outside = {b for cls in order for b in self.index.class_entry(cls).get("b", ()) if b.split(".")[0] != "vllm"}
+        if not any(b.startswith("enum.") for b in outside) or outside - _ENUM_BASES:
+            return False  # not an enum, or a base outside vLLM and the standard enums may give it the name
+        return self.index.find_member(symbol, name)[0] is None
 
     def _inherited_from_outside(self, owner: str, name: str) -> bool:
         """`name` is what a vLLM class gets from a base outside vLLM the index does not list members of:
