@@ -894,3 +894,88 @@ CONTRASTS["other-framework-group"] = (
     '"vllm.general_plugin"',
     "ep-unknown-group",
 )
+
+
+# Monkeypatches: a replacement of a vLLM method compared with what it replaces and with vLLM's calls of it.
+BROKEN["patch-call-signature"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: routes the logits computation through the Fx head."""
+        from vllm.model_executor.layers.logits_processor import LogitsProcessor
+
+        _original = LogitsProcessor._get_logits
+
+
+        def _fx_get_logits(self, hidden_states, lm_head, embedding_bias):  # 0.32 also passes skip_gather
+            return _original(self, hidden_states, lm_head, embedding_bias)
+
+
+        def register() -> None:
+            LogitsProcessor._get_logits = _fx_get_logits
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+BROKEN["patch-target-missing"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: keeps the residual scattered for sequence parallelism, through a function 0.31 had."""
+        from vllm.v1.worker import utils as worker_utils
+
+
+        def _fx_is_residual_scattered(vllm_config, num_tokens):
+            return False
+
+
+        def register() -> None:
+            setattr(worker_utils, "is_residual_scattered_for_sp", _fx_is_residual_scattered)
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+BROKEN["patch-signature-changed"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: accepts every draft token (written for an older rejection sampler)."""
+        from vllm.v1.sample.rejection_sampler import RejectionSampler
+
+
+        def _fx_forward(self, logits, sampling_metadata):
+            return logits.argmax(dim=-1)
+
+
+        def register() -> None:
+            RejectionSampler.forward = _fx_forward
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+
+
+# register_oot called on a variable (a helper registering several ops): which class it keys cannot be told.
+CLEAN["register-oot-through-variable"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: registers the Fx ops through one helper."""
+        from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+        class FxRMSNorm(RMSNorm):
+            """RMSNorm on the Fx device."""
+
+
+        def _replace(base_cls: type, replacement: type) -> None:
+            base_cls.register_oot(replacement)
+
+
+        def register() -> None:
+            _replace(RMSNorm, FxRMSNorm)
+        '''
+    }
+)
+CONTRASTS["register-oot-through-variable"] = (
+    "plugin.py",
+    "base_cls.register_oot",
+    "FxBase.register_oot",
+    "custom-op-unknown-target",
+)

@@ -240,6 +240,8 @@ def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
             name = call.constant(None, "name")
         else:
             name = call.receiver.split(".")[-1] if call.receiver else None
+            if name is not None and not name[:1].isupper():
+                name = None  # `base_cls.register_oot(...)`: a variable holding some class, not a class name
         targets.append((call, name))
     return targets
 

@@ -263,6 +263,7 @@ class ReleaseCheck:
             self.attributes(module)
             self.calls(module)
             self.dotted_strings(module)
+            self.patches(module)
         self.subclasses()
         self.endpoint_routes()
         return self.findings
@@ -511,6 +512,96 @@ class ReleaseCheck:
                 return None  # a type alias or a name the index cannot see: say nothing
         return f"a string ('{argument.value}')"
 
+    # -- patches -------------------------------------------------------------------------------------------
+
+    def patches(self, module: Module) -> None:
+        """Replacements of vLLM's functions and methods (`Cls.method = fn`, `setattr(module, "f", fn)`),
+        compared with what they replace in this release: the target must exist, and the replacement must
+        take the arguments vLLM's own calls of the original pass."""
+        table = self.tables[module.name]
+        functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
+        for assignment in _replacements(module):
+            node, owner_expr, attr, value = assignment
+            owner = qualified(owner_expr, table) if isinstance(owner_expr, ast.Name | ast.Attribute) else None
+            if not owner or owner.split(".")[0] != "vllm" or _is_dunder(attr):
+                continue
+            owner_symbol = self.index.resolve(owner)
+            if owner_symbol.kind not in {"class", "module"}:
+                continue
+            if not functions:
+                functions = _functions_by_name(module)
+            replacement = _replacement_function(value, node, functions)
+            if replacement is None:
+                continue  # a value (a flag, a setting) or a wrapper's result: nothing to compare
+            target = self.index.resolve(f"{owner}.{attr}")
+            place = Place(module, node)
+            label = f"{owner}.{attr}"
+            if target.kind == "missing":
+                self.report(
+                    "patch-target-missing",
+                    place,
+                    f"the plugin replaces {label}, which {self.release} does not have{self._elsewhere(label)}: "
+                    "vLLM never calls the replacement, so what it adds does not happen",
+                    f"patch what this release calls instead; {_PATCH_FIX}",
+                )
+                continue
+            original = self.index.signature(target) if target.kind in {"member", "function"} else None
+            if original is None or original.decorator == "p":
+                continue
+            is_method = target.kind == "member"
+            mine = Signature.parse(
+                _plugin_signature(replacement)
+                if not isinstance(replacement, ast.Lambda)
+                else _lambda_signature(replacement)
+            )
+            if is_method and original.decorator in {"c", "s"} and not mine.decorator:
+                mine = Signature(mine.params, original.decorator)  # wrapped in classmethod()/staticmethod()
+            base = original if is_method else Signature.parse("__f," + _signature_text(original))
+            theirs = mine if is_method else Signature.parse("__f," + _signature_text(mine))
+            problem = override_problem(base, theirs)
+            if problem is None:
+                continue
+            breaking = self._breaking_site(owner_symbol, attr, theirs.bound(), is_method)
+            if breaking is not None:
+                site, why = breaking
+                self.report(
+                    "patch-call-signature",
+                    place,
+                    f"the replacement of {label} cannot be called as {self.release} calls the original "
+                    f"{attr}{original.text()}: at {site.where} {why}: TypeError",
+                    f"take the parameters {label} has in this release (or *args, **kwargs, handed to the "
+                    f"original); {_PATCH_FIX}",
+                )
+            else:
+                self.report(
+                    "patch-signature-changed",
+                    place,
+                    f"the replacement of {label} does not match the original {attr}{original.text()} of "
+                    f"{self.release}: {problem}",
+                    f"take the parameters {label} has in this release; {_PATCH_FIX}",
+                )
+
+    def _breaking_site(self, owner: Symbol, attr: str, replacement: Signature, is_method: bool):
+        """A call of the original in the installed vLLM that the replacement cannot bind and that surely
+        reaches it: `self.attr(...)` written in the patched class or one deriving from it, or, for a module
+        function, a call written in its own module. None without the installed vLLM's call sites."""
+        sites = self.callers.sites
+        if sites is None:
+            return None
+        for site in sites.of(attr):
+            why = None if site.spread else call_problem(replacement, site.positional, list(site.keywords))
+            if why is None:
+                continue
+            if is_method:
+                if not (site.on_self and site.cls):
+                    continue
+                cls = self.index.resolve(site.cls)
+                if cls.kind == "class" and owner.qualname in {c.qualname for c in self.index.mro(cls)[0]}:
+                    return site, why
+            elif site.module == owner.qualname and not site.on_self and sites.bare(site, attr):
+                return site, why
+        return None
+
     # -- dotted strings ------------------------------------------------------------------------------------
 
     def dotted_strings(self, module: Module) -> None:
@@ -724,6 +815,85 @@ class ReleaseCheck:
                         "AttributeError",
                         "do on this release what the removed member did, or skip the call where it is missing",
                     )
+
+
+_PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
+Replacement = tuple[ast.AST, ast.expr, str, ast.expr]  # (statement, object patched, attribute, new value)
+
+
+def _replacements(module: Module) -> Iterator[Replacement]:
+    """`X.attr = value` and `setattr(X, "attr", value)` in the module."""
+    if "patch-replacements" in module.memo:
+        yield from module.memo["patch-replacements"]  # type: ignore[misc]
+        return
+    found: list[Replacement] = []
+    for node in module.of_type(ast.Assign):
+        for target in node.targets:  # type: ignore[attr-defined]
+            if isinstance(target, ast.Attribute):
+                found.append((node, target.value, target.attr, node.value))  # type: ignore[attr-defined]
+    for node in module.of_type(ast.Call):
+        func, args = node.func, node.args  # type: ignore[attr-defined]
+        if getattr(func, "id", None) == "setattr" and len(args) == 3:
+            name = args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found.append((node, args[0], name.value, args[2]))
+    module.memo["patch-replacements"] = found
+    yield from found
+
+
+def _functions_by_name(module: Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
+    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
+    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
+    return found
+
+
+def _replacement_function(
+    value: ast.expr, at: ast.AST, functions: dict
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
+    """The function a replacement assigns: a lambda, or the nearest def of that name before the assignment
+    (`classmethod(fn)` / `staticmethod(fn)` unwrapped); None for anything else (a wrapper's result)."""
+    if (
+        isinstance(value, ast.Call)
+        and getattr(value.func, "id", None) in {"classmethod", "staticmethod"}
+        and value.args
+    ):
+        value = value.args[0]
+    if isinstance(value, ast.Lambda):
+        return value
+    if not isinstance(value, ast.Name):
+        return None
+    line = getattr(at, "lineno", 0)
+    before = [f for f in functions.get(value.id, ()) if f.lineno <= line]
+    return max(before, key=lambda f: f.lineno) if before else None
+
+
+def _lambda_signature(node: ast.Lambda) -> str:
+    args = node.args
+    parts = [a.arg for a in [*args.posonlyargs, *args.args]]
+    defaults = len(args.defaults)
+    if defaults:
+        parts[-defaults:] = [p + "=" for p in parts[-defaults:]]
+    if args.vararg:
+        parts.append("*" + args.vararg.arg)
+    elif args.kwonlyargs:
+        parts.append("*")
+    parts += [a.arg + ("=" if d is not None else "") for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    if args.kwarg:
+        parts.append("**" + args.kwarg.arg)
+    return ",".join(parts)
+
+
+def _signature_text(signature: Signature) -> str:
+    """The index's text of a signature, without its decorator mark."""
+    parts = []
+    for p in signature.params:
+        prefix = {"varargs": "*", "varkw": "**"}.get(p.kind, "")
+        parts.append(prefix + p.name + ("=" if p.has_default else ""))
+    kwonly = [i for i, p in enumerate(signature.params) if p.kind == "kwonly"]
+    if kwonly and not signature.varargs:
+        parts.insert(kwonly[0], "*")
+    return ",".join(parts)
 
 
 _LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild"})
