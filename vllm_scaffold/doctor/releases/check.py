@@ -113,41 +113,44 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _returns_unless(stmt: object, helpers: frozenset[str] = frozenset()) -> bool:
+def _returns_unless(stmt: object, module: Module | None = None) -> bool:
     """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed.
-    A call to one of `helpers` (the module's capability checks) is such a test too."""
+    A call of one of the module's capability checks (`capability_check`) is such a test too."""
     return (
         stmt.__class__ is ast.If
         and not stmt.orelse  # type: ignore[attr-defined]
         and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
-        and (_is_version_test(stmt.test) or _calls_helper(stmt.test, helpers))  # type: ignore[attr-defined]
+        and (_is_version_test(stmt.test) or _calls_capability_check(stmt.test, module))  # type: ignore[attr-defined]
     )
 
 
-def _calls_helper(test: ast.expr, helpers: frozenset[str]) -> bool:
-    return bool(helpers) and any(
-        n.__class__ is ast.Call and getattr(n.func, "id", getattr(n.func, "attr", None)) in helpers  # type: ignore[attr-defined]
-        for n in walk_nodes(test)
-    )
+def _calls_capability_check(test: ast.expr, module: Module | None) -> bool:
+    if module is None:
+        return False
+    for node in walk_nodes(test):
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            if capability_check(module, node.func.id):  # type: ignore[attr-defined]
+                return True
+    return False
 
 
-def capability_checks(module: Module) -> frozenset[str]:
-    """The module's functions that test what vLLM offers (a version, hasattr/getattr, find_spec, or an import
-    under try/except) and return the answer: `if not _has_x(): return` guards what follows as a version test
-    does."""
-    if "capability-checks" in module.memo:
-        return module.memo["capability-checks"]  # type: ignore[return-value]
-    found = set()
-    for node in module.of_type(ast.FunctionDef):
-        body = node.body  # type: ignore[attr-defined]
-        if not any(isinstance(n, ast.Return) and n.value is not None for n in walk_nodes(node)):
-            continue
-        tests = any(_is_version_test(n) for stmt in body for n in walk_nodes(stmt) if isinstance(n, ast.expr))
-        tries = any(isinstance(n, ast.Try) and _guards_of(n.handlers) for n in walk_nodes(node))
-        if tests or tries:
-            found.add(node.name)  # type: ignore[attr-defined]
-    module.memo["capability-checks"] = frozenset(found)
-    return module.memo["capability-checks"]  # type: ignore[return-value]
+def capability_check(module: Module, name: str) -> bool:
+    """Whether the module's function `name` is a small function that tests what vLLM offers (a version,
+    hasattr/getattr, find_spec, or an import under try/except) and returns the answer: `if not _has_x():
+    return` guards what follows as a version test does. Asked only for names such tests call."""
+    memo = module.memo.setdefault("capability-checks", {})
+    if name not in memo:  # type: ignore[operator]
+        found = False
+        for node in module.of_type(ast.FunctionDef):
+            if node.name != name or len(node.body) > 8:  # type: ignore[attr-defined]
+                continue
+            inner = walk_nodes(node)
+            if not any(n.__class__ is ast.Return and n.value is not None for n in inner):  # type: ignore[attr-defined]
+                continue
+            tests = any(_is_version_test(n) for n in inner if isinstance(n, ast.expr))
+            found = found or tests or any(n.__class__ is ast.Try and _guards_of(n.handlers) for n in inner)  # type: ignore[attr-defined]
+        memo[name] = found  # type: ignore[index]
+    return memo[name]  # type: ignore[index]
 
 
 # The nodes the checks read.
@@ -163,7 +166,6 @@ def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]
     if "release-blocks" in module.memo:
         return module.memo["release-blocks"]  # type: ignore[return-value]
     found: list[tuple[tuple[int, int], tuple[int, int], str]] = []
-    helpers = capability_checks(module)
 
     def block(statements: list[ast.stmt], guard: str) -> None:
         if statements:
@@ -172,13 +174,13 @@ def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]
 
     def visit(statements: list[ast.stmt]) -> None:
         for position, stmt in enumerate(statements):
-            if _returns_unless(stmt, helpers):
+            if _returns_unless(stmt, module):
                 block(statements[position + 1 :], "guarded")  # `if not hasattr(...): return` guards what follows
             kind = stmt.__class__
             if kind is ast.If:
                 if _is_type_checking(stmt.test):  # type: ignore[attr-defined]
                     block(stmt.body, "type-checking")  # type: ignore[attr-defined]
-                elif _is_version_test(stmt.test) or _calls_helper(stmt.test, helpers):  # type: ignore[attr-defined]
+                elif _is_version_test(stmt.test) or _calls_capability_check(stmt.test, module):  # type: ignore[attr-defined]
                     block(stmt.body, "guarded")  # type: ignore[attr-defined]
                     block(stmt.orelse, "guarded")  # type: ignore[attr-defined]
             elif kind is ast.Try and _guards_of(stmt.handlers):  # type: ignore[attr-defined]
