@@ -979,3 +979,61 @@ CONTRASTS["register-oot-through-variable"] = (
     "FxBase.register_oot",
     "custom-op-unknown-target",
 )
+
+
+# A plain `doctor .` checks calls and abstract methods against the installed vLLM as `--vllm` does.
+BROKEN["vllm-call-signature"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: loads the Fx checkpoint with a keyword vLLM's loader no longer takes."""
+        from vllm.model_executor.models.utils import AutoWeightsLoader
+
+
+        def load(model, weights) -> set[str]:
+            return AutoWeightsLoader(model, skip_prefixes=["lm_head."]).load_weights(weights)
+
+
+        def register() -> None:
+            """Nothing to register."""
+        '''
+    }
+)
+BROKEN["vllm-abstract-missing"] = Variant(
+    {
+        "plugin.py": '''
+        """The Fx offloading spec, selected by class path: it never says which worker moves the blocks."""
+        from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+        class FxOffloadingSpec(OffloadingSpec):
+            def get_manager(self):
+                return None
+
+
+        def register() -> None:
+            """Nothing to register."""
+        '''
+    }
+)
+# `try: f(new_keyword=...)` / `except TypeError: f(old_keyword=...)`: on a release whose f takes the new keyword,
+# the fallback never runs.
+CLEAN["type-error-fallback"] = Variant(
+    {
+        "plugin.py": '''
+        """Builds the loader with 0.32's keywords; the fallback is an older release's."""
+        from vllm.model_executor.models.utils import AutoWeightsLoader
+
+
+        def loader(model) -> AutoWeightsLoader:
+            try:
+                return AutoWeightsLoader(model, ignore_unexpected_prefixes=["fx."])
+            except TypeError:
+                return AutoWeightsLoader(model, skip_prefixes=["fx."])
+
+
+        def register() -> None:
+            """Nothing to register."""
+        '''
+    }
+)
+CONTRASTS["type-error-fallback"] = ("plugin.py", "except TypeError:", "except ValueError:", "vllm-call-signature")

@@ -206,12 +206,15 @@ RELEASE_CODES = frozenset(
         "patch-call-signature",
         "patch-target-missing",
         "patch-signature-changed",
+        "vllm-call-signature",
+        "vllm-abstract-missing",
     }
 )
 
 
 def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's override-signature and attribute checks, run against the installed vLLM's index."""
+    """doctor --vllm's signature, abstract-method, attribute and patch checks, run against the installed vLLM's
+    index: a plain `doctor .` checks the installed release as deeply as `--vllm` checks another."""
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor.reading import installed

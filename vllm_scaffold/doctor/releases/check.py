@@ -295,6 +295,10 @@ class ReleaseCheck:
                 module, lambda source, name: not self._first_missing(f"{source}.{name}" if name else source)
             )
             table = self.tables[module.name]
+            for node in module.of_type(ast.Try):
+                if self._binding_try(module, node):  # type: ignore[arg-type]
+                    for handler in node.handlers:  # type: ignore[attr-defined]
+                        dead.update(id(n) for stmt in handler.body for n in walk_nodes(stmt))
             for node in module.of_type(ast.BoolOp):
                 if node.op.__class__ is not ast.Or:  # type: ignore[attr-defined]
                     continue
@@ -305,6 +309,26 @@ class ReleaseCheck:
                         break
             memo[module.name] = dead
         return memo[module.name]
+
+    def _binding_try(self, module: Module, node: ast.Try) -> bool:
+        """`try: vllm_function(new_kwarg=...)` / `except TypeError: vllm_function(old_kwarg=...)` where every
+        vLLM call of the try block binds to the release's signature: the fallback never runs there."""
+        if not any(
+            h.type is not None and "TypeError" in {getattr(n, "id", None) for n in walk_nodes(h.type)}
+            for h in node.handlers
+        ):
+            return False
+        calls = [n for stmt in node.body for n in walk_nodes(stmt) if n.__class__ is ast.Call]
+        found = [(call, self.callee(module, call.func)) for call in calls]  # type: ignore[attr-defined]
+        checked = [(call, f) for call, f in found if f is not None]
+        if not checked:
+            return False
+        for call, (_symbol, signature) in checked:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):  # type: ignore[attr-defined]
+                return False
+            if call_problem(signature, len(call.args), [k.arg for k in call.keywords if k.arg]) is not None:  # type: ignore[attr-defined]
+                return False
+        return True
 
     def _getattr_exists(self, node: ast.expr, table: dict[str, str]) -> bool:
         """`getattr(X, "name", ...)` where X is a vLLM name the release has with that attribute."""
