@@ -206,15 +206,12 @@ RELEASE_CODES = frozenset(
         "patch-call-signature",
         "patch-target-missing",
         "patch-signature-changed",
-        "vllm-call-signature",
-        "vllm-abstract-missing",
     }
 )
 
 
 def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's signature, abstract-method, attribute and patch checks, run against the installed vLLM's
-    index: a plain `doctor .` checks the installed release as deeply as `--vllm` checks another."""
+    """doctor --vllm's override-signature, attribute and patch checks, run against the installed vLLM's index."""
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor.reading import installed
