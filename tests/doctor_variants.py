@@ -557,6 +557,9 @@ def write_contrast(name: str, dest: Path) -> Path:
     """The CLEAN variant `name` without what makes it intended."""
     file, text, replacement, _code = CONTRASTS[name]
     variant = CLEAN[name]
+    if file == "pyproject.toml":
+        assert text in variant.pyproject, f"{name}: {text!r} is not in its pyproject lines"
+        return write(name, Variant(variant.files, variant.pyproject.replace(text, replacement)), dest)
     source = dedent(variant.files[file])
     assert text in source, f"{name}: {text!r} is not in {file}"
     return write(name, Variant({**variant.files, file: source.replace(text, replacement)}, variant.pyproject), dest)
@@ -763,4 +766,269 @@ BROKEN.update(
             """,
         ),
     }
+)
+
+
+# --- Guard idioms published plugins use to run on several releases: the branch for the other release never
+# runs on this one, so what it names must not be reported.
+CLEAN["fallback-import-resolves"] = Variant(
+    {
+        "plugin.py": '''
+        """Imports the offloading spec from where 0.32 has it; the fallback is an older release's path."""
+        try:
+            from vllm.v1.kv_offload.base import OffloadingSpec
+        except ImportError:
+            from vllm.v1.offloading.spec import OffloadingSpec  # absent in 0.32, never imported there
+
+
+        def register() -> None:
+            """Nothing to register."""
+            assert OffloadingSpec
+        '''
+    }
+)
+CLEAN["getattr-or-fallback"] = Variant(
+    {
+        "plugin.py": '''
+        """Reads the renamed tiering job class by its 0.32 name first."""
+        from vllm.v1.kv_offload.tiering import base
+
+        TransferJob = getattr(base, "TransferJob", None) or base.JobMetadata  # the older name, never read on 0.32
+
+
+        def register() -> None:
+            """Nothing to register."""
+        '''
+    }
+)
+CLEAN["abc-virtual-subclass"] = Variant(
+    {
+        "plugin.py": '''
+        """Declares the Fx spec a virtual subclass of vLLM's OffloadingSpec (an abc.ABC: register comes from it)."""
+        from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+        class FxSpec:
+            """A duck-typed offloading spec."""
+
+
+        def register() -> None:
+            OffloadingSpec.register(FxSpec)
+        '''
+    }
+)
+CLEAN["capability-helper-return"] = Variant(
+    {
+        "plugin.py": '''
+        """Reads the old profiler switch only where the release still has it, behind a helper that tests for it."""
+        import vllm.envs as envs
+
+
+        def _has_profiler_dir() -> bool:
+            return hasattr(envs, "VLLM_TORCH_PROFILER_DIR")
+
+
+        def register() -> None:
+            if not _has_profiler_dir():
+                return
+            print(envs.VLLM_TORCH_PROFILER_DIR)
+        '''
+    }
+)
+CONTRASTS["fallback-import-resolves"] = (
+    "plugin.py",
+    "from vllm.v1.kv_offload.base import OffloadingSpec",
+    "from vllm.v1.kv_offload.spec import OffloadingSpec",
+    "vllm-import-missing",
+)
+CONTRASTS["getattr-or-fallback"] = ("plugin.py", '"TransferJob"', '"TransferJobs"', "vllm-attribute-missing")
+CONTRASTS["abc-virtual-subclass"] = (
+    "plugin.py",
+    ".register(FxSpec)",
+    ".register_spec(FxSpec)",
+    "vllm-attribute-missing",
+)
+CONTRASTS["capability-helper-return"] = (
+    "plugin.py",
+    "if not _has_profiler_dir():",
+    "if not FX:",
+    "vllm-attribute-missing",
+)
+
+
+# A platform plugin's worker class registers the plugin's ops: the platform sets it as worker_cls, so vLLM
+# imports it in every worker, where the ops are needed.
+CLEAN["platform-worker-registers"] = Variant(
+    {
+        "detector.py": '''
+        """The platform detector: claims the machine only where the Fx runtime is installed."""
+        import importlib.util
+
+
+        def detect() -> str | None:
+            return "fx_platform_worker_registers.platform.FxPlatform" if importlib.util.find_spec("fx_rt") else None
+        ''',
+        "platform.py": '''
+        """The Fx platform: vLLM imports it in every process once the detector claimed the machine."""
+        from vllm.platforms.interface import Platform, PlatformEnum
+
+
+        class FxPlatform(Platform):
+            _enum = PlatformEnum.OOT
+            device_name = "fx"
+
+            @classmethod
+            def check_and_update_config(cls, vllm_config) -> None:
+                parallel_config = vllm_config.parallel_config
+                if parallel_config.worker_cls == "auto":
+                    parallel_config.worker_cls = "fx_platform_worker_registers.worker.FxWorker"
+        ''',
+        "worker.py": '''
+        """The Fx worker: importing it registers the Fx ops in the worker process."""
+        from vllm.v1.worker.worker_base import WorkerBase
+
+        import fx_platform_worker_registers.ops  # noqa: F401  (registers at import)
+
+
+        class FxWorker(WorkerBase):
+            """Runs the model on the Fx device."""
+        ''',
+        "ops.py": '''
+        """The Fx RMSNorm, registered over vLLM's when imported."""
+        from vllm.model_executor.custom_op import CustomOp
+        from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+        @CustomOp.register_oot(name="RMSNorm")
+        class FxRMSNorm(RMSNorm):
+            """RMSNorm on the Fx device."""
+        ''',
+    },
+    pyproject="""
+    [project.entry-points."vllm.platform_plugins"]
+    fx_platform_worker_registers = "fx_platform_worker_registers.detector:detect"
+    """,
+)
+CONTRASTS["platform-worker-registers"] = (
+    "platform.py",
+    '"fx_platform_worker_registers.worker.FxWorker"',
+    '"vllm.v1.worker.cpu_worker.CPUWorker"',
+    "registration-outside-general-plugin",
+)
+
+
+# Entry-point groups of other programs: a fork's group in vLLM's namespace is a warning, another namespace
+# nothing at all; only a near-miss of one of vLLM's groups is the error ep-unknown-group.
+BROKEN["ep-group-unread"] = Variant(
+    {
+        "selector.py": '''
+        """A preemption victim selector, read by a vLLM fork."""
+
+
+        class FxSelector:
+            """Picks no victim."""
+        '''
+    },
+    pyproject="""
+    [project.entry-points."vllm.victim_selector"]
+    fx = "fx_ep_group_unread.selector:FxSelector"
+    """,
+)
+CLEAN["other-framework-group"] = Variant(
+    {"bundle.py": '"""The extension bundle a vLLM fork\'s extension manager reads."""\n\nMANIFEST = {"name": "fx"}\n'},
+    pyproject="""
+    [project.entry-points."vllm_fork.extension_bundles"]
+    fx = "fx_other_framework_group.bundle"
+    """,
+)
+CONTRASTS["other-framework-group"] = (
+    "pyproject.toml",
+    '"vllm_fork.extension_bundles"',
+    '"vllm.general_plugin"',
+    "ep-unknown-group",
+)
+
+
+# Monkeypatches: a replacement of a vLLM method compared with what it replaces and with vLLM's calls of it.
+BROKEN["patch-call-signature"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: routes the logits computation through the Fx head."""
+        from vllm.model_executor.layers.logits_processor import LogitsProcessor
+
+        _original = LogitsProcessor._get_logits
+
+
+        def _fx_get_logits(self, hidden_states, lm_head, embedding_bias):  # 0.32 also passes skip_gather
+            return _original(self, hidden_states, lm_head, embedding_bias)
+
+
+        def register() -> None:
+            LogitsProcessor._get_logits = _fx_get_logits
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+BROKEN["patch-target-missing"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: keeps the residual scattered for sequence parallelism, through a function 0.31 had."""
+        from vllm.v1.worker import utils as worker_utils
+
+
+        def _fx_is_residual_scattered(vllm_config, num_tokens):
+            return False
+
+
+        def register() -> None:
+            setattr(worker_utils, "is_residual_scattered_for_sp", _fx_is_residual_scattered)
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+BROKEN["patch-signature-changed"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: accepts every draft token (written for an older rejection sampler)."""
+        from vllm.v1.sample.rejection_sampler import RejectionSampler
+
+
+        def _fx_forward(self, logits, sampling_metadata):
+            return logits.argmax(dim=-1)
+
+
+        def register() -> None:
+            RejectionSampler.forward = _fx_forward
+        '''
+    },
+    also=frozenset({"general-plugin-side-effects"}),
+)
+
+
+# register_oot called on a variable (a helper registering several ops): which class it keys cannot be told.
+CLEAN["register-oot-through-variable"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: registers the Fx ops through one helper."""
+        from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+        class FxRMSNorm(RMSNorm):
+            """RMSNorm on the Fx device."""
+
+
+        def _replace(base_cls: type, replacement: type) -> None:
+            base_cls.register_oot(replacement)
+
+
+        def register() -> None:
+            _replace(RMSNorm, FxRMSNorm)
+        '''
+    }
+)
+CONTRASTS["register-oot-through-variable"] = (
+    "plugin.py",
+    "base_cls.register_oot",
+    "FxBase.register_oot",
+    "custom-op-unknown-target",
 )

@@ -1,10 +1,11 @@
 """Doctor on published vLLM plugins, compared with hand-written judgements of what it should find.
 
 tests/doctor_corpus.toml names each plugin by pinned version with what doctor reads of it and every
-finding code it reports, judged true (the plugin really breaks that way on vLLM 0.32) or false (why the
-finding is wrong). No plugin code is kept here: each is fetched with `pip download --no-deps` into
-$VLLM_SCAFFOLD_CACHE/doctor-corpus (the system temp directory by default), once, and the test is skipped
-with pip's reason when the registry cannot be reached.
+finding code it reports, judged true (the plugin really breaks that way on vLLM 0.32), false (why the
+finding is wrong) or debatable (the claim is right, its consequence on 0.32 arguable). No plugin code is
+kept here: each is fetched with `pip download --no-deps` into $VLLM_SCAFFOLD_CACHE/doctor-corpus (the
+system temp directory by default), once, and the test is skipped with pip's reason when the registry
+cannot be reached.
 
 The judgements are exact: a code no judgement covers, or a count other than the judged one (true and
 false findings together) fails the test, so a check that gets more precise updates its judgement here.
@@ -22,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.runner import diagnose
 
 CORPUS = Path(__file__).with_name("doctor_corpus.toml")
 PLUGINS = tomllib.loads(CORPUS.read_text(encoding="utf-8"))["plugin"]
+JUDGEMENTS = {"true", "false", "debatable"}
 # Flags that make pip fetch exactly the file each entry names (an sdist, or a wheel for its platform).
 _KIND_FLAGS = {"sdist": ["--no-binary", ":all:"], "wheel": ["--only-binary", ":all:"]}
 
@@ -66,7 +69,7 @@ def test_corpus_covers_every_group_and_style() -> None:
     assert {plugin["kind"] for plugin in PLUGINS} == {"sdist", "wheel"}
     for plugin in PLUGINS:
         for finding in plugin.get("finding", []):
-            assert finding["judged"] in {"true", "false"} and finding["why"].strip(), (plugin["name"], finding)
+            assert finding["judged"] in JUDGEMENTS and finding["why"].strip(), (plugin["name"], finding)
 
 
 @pytest.mark.parametrize("plugin", PLUGINS, ids=[f"{p['name']}-{p['version']}" for p in PLUGINS])
@@ -81,6 +84,8 @@ def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyP
     true, false = Counter[str](), Counter[str]()
     for finding in plugin.get("finding", []):
         (true if finding["judged"] == "true" else false)[finding["code"]] += finding["count"]
+    for finding in report.active:
+        assert finding.severity == severity_of(finding.code), finding
     summary = "\n".join(f"{f.code} {f.where}: {f.message}" for f in report.active)
     unjudged = set(reported) - set(true) - set(false)
     assert not unjudged, f"findings nobody judged: {unjudged}\n{summary}"
@@ -96,8 +101,13 @@ def corpus_table() -> str:
     ]
     for plugin in PLUGINS:
         findings = plugin.get("finding", [])
-        true = ", ".join(f"`{f['code']}` ×{f['count']}" for f in findings if f["judged"] == "true") or "none"
-        false = "; ".join(f"`{f['code']}` ×{f['count']}: {f['why']}" for f in findings if f["judged"] == "false")
+        true = ", ".join(f"`{f['code']}` ×{f['count']}" for f in findings if f["judged"] == "true" and f["count"])
+        true = true or "none"
+        false = "; ".join(
+            f"`{f['code']}` ×{f['count']}{'' if f['judged'] == 'false' else ' (debatable)'}: {f['why']}"
+            for f in findings
+            if f["judged"] != "true" and f["count"]
+        )
         read = f"{plugin['modules']} / {plugin['entry_points']}"
         rows.append(
             f"| {plugin['name']} | {plugin['version']} | {plugin['kind']}: {plugin['packaging']} | {read} | "
@@ -106,6 +116,43 @@ def corpus_table() -> str:
     return "\n".join(rows)
 
 
+def precision(phase: str) -> dict[str, tuple[int, int, int]]:
+    """(true, false, debatable) findings per severity on the plugins judged before the checks were changed
+    for them: `phase` "before" counts what doctor reported then, "after" what it reports now (the count each
+    judgement holds, at the severity the code registry gives it)."""
+    tally: dict[str, Counter[str]] = {}
+    for plugin in PLUGINS:
+        for finding in plugin.get("finding", []):
+            if "before" not in finding:
+                continue
+            if phase == "before":
+                severity, count = finding["before"]["severity"], finding["before"]["count"]
+            else:
+                severity, count = severity_of(finding["code"]), finding["count"]
+            tally.setdefault(severity, Counter())[finding["judged"]] += count
+    return {s: (c["true"], c["false"], c["debatable"]) for s, c in tally.items()}
+
+
+def precision_table() -> str:
+    """Precision on the later plugins, before and after, errors and warnings apart, as docs/doctor.md shows it."""
+    rows = [
+        "| severity | before: true / false / debatable | precision | now: true / false / debatable | precision |",
+        "| --- | --- | ---: | --- | ---: |",
+    ]
+    before, after = precision("before"), precision("after")
+    for severity in ("error", "warning", "info"):
+        cells = []
+        for tally in (before, after):
+            true, false, debatable = tally.get(severity, (0, 0, 0))
+            share = f"{100 * true / (true + false):.1f} %" if true + false else "n/a"
+            cells += [f"{true} / {false} / {debatable}", share]
+        rows.append(f"| {severity} | " + " | ".join(cells) + " |")
+    missed = sum(len(p.get("missed", [])) for p in PLUGINS)
+    rows.append(f"\nReal breakages doctor missed when these plugins were judged: {missed}.")
+    return "\n".join(rows)
+
+
 def test_docs_show_the_corpus() -> None:
     docs = (Path(__file__).parents[1] / "docs" / "doctor.md").read_text(encoding="utf-8")
     assert corpus_table() in docs, f"docs/doctor.md lacks the current corpus table:\n{corpus_table()}"
+    assert precision_table() in docs, f"docs/doctor.md lacks the current precision table:\n{precision_table()}"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
-from vllm_scaffold.doctor.reading.guards import GuardKind, guards
+from vllm_scaffold.doctor.reading.guards import GuardKind, dead_fallbacks, guards
 from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module, PluginPackage
 from vllm_scaffold.doctor.reading.reach import reached_functions
 from vllm_scaffold.doctor.reading.source import (
@@ -28,8 +28,13 @@ from vllm_scaffold.vllm_facts.linear_kernels import kinds
 
 
 def registration_timing(ctx: Context) -> list[Finding]:
-    """register_* at import of a module no general plugin reaches only holds in the process that imported it."""
+    """register_* at import of a module no general plugin reaches only holds in the process that imported it.
+
+    A platform plugin's modules count as reached too: vLLM imports the platform class (the path its detector
+    returns) in every process, and the worker class the platform sets as `worker_cls` in every worker, so a
+    registration those modules import holds where it is needed."""
     general = [ep.module for ep in ctx.package.entry_points_in(vllm_facts.GENERAL)]
+    general += [ep.module for ep in ctx.package.entry_points_in(vllm_facts.PLATFORM)]
     reached = reached_modules(ctx.package, general)
     findings = []
     for module in ctx.package.parsed():
@@ -337,6 +342,8 @@ def _oot_targets(ctx: Context) -> list[tuple[Call, str | None]]:
             name = call.constant(None, "name")
         else:
             name = call.receiver.split(".")[-1] if call.receiver else None
+            if name is not None and not name[:1].isupper():
+                name = None  # `base_cls.register_oot(...)`: a variable holding some class, not a class name
         targets.append((call, name))
     return targets
 
@@ -737,6 +744,7 @@ def vllm_imports(ctx: Context) -> list[Finding]:
         return []
     findings = []
     for module in ctx.package.parsed():
+        dead: set[int] | None = None
         for node in module.of_type(ast.Import, ast.ImportFrom):
             if isinstance(node, ast.Import):
                 targets = [(alias.name, None) for alias in node.names]
@@ -745,6 +753,11 @@ def vllm_imports(ctx: Context) -> list[Finding]:
             else:
                 continue
             absent_names = [m for source, name in targets if (m := _missing_vllm_name(source, name)) is not None]
+            if absent_names:
+                if dead is None:
+                    dead = dead_fallbacks(module, lambda source, name: _missing_vllm_name(source, name) is None)
+                if id(node) in dead:
+                    continue  # the fallback of a try block whose own imports exist here: it never runs
             guard = guards(module).get(id(node)) if absent_names else None
             if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
                 continue

@@ -199,11 +199,19 @@ def config_attributes(ctx: Context) -> list[Finding]:
 
 # What doctor --vllm checks against any release, that the installed vLLM also answers: overrides vLLM can no
 # longer call, and attributes of vLLM names it no longer has (envs.VLLM_USE_V1).
-RELEASE_CODES = frozenset({"vllm-override-signature", "vllm-attribute-missing"})
+RELEASE_CODES = frozenset(
+    {
+        "vllm-override-signature",
+        "vllm-attribute-missing",
+        "patch-call-signature",
+        "patch-target-missing",
+        "patch-signature-changed",
+    }
+)
 
 
 def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's override-signature and attribute checks, run against the installed vLLM's index."""
+    """doctor --vllm's override-signature, attribute and patch checks, run against the installed vLLM's index."""
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor.reading import installed

@@ -11,23 +11,35 @@ from vllm_scaffold.doctor.report.findings import Finding, error, info, warning
 
 
 def entry_point_groups(ctx: Context) -> list[Finding]:
-    """A group vLLM never reads: the entry point is dead, nothing logs it."""
+    """A group vLLM never reads: the entry point is dead, nothing logs it.
+
+    Only a group close to one of vLLM's is a misspelling (an error: the plugin never loads); another group in
+    vLLM's `vllm.` namespace may be read by a fork or an extension manager (a warning), and one of another
+    framework's namespace (`vllm_hust.`, `sglang.`) is none of vLLM's business."""
     findings = []
     for ep in ctx.package.entry_points:
         if ep.group in vllm_facts.GROUPS:
             continue
         close = difflib.get_close_matches(ep.group, vllm_facts.GROUPS, n=1, cutoff=0.75)
-        if not ep.group.lower().startswith("vllm") and not close:
-            continue
-        hint = f"did you mean '{close[0]}'? " if close else ""
-        findings.append(
-            error(
-                "ep-unknown-group",
-                ep.where,
-                f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
-                f"{hint}vLLM 0.32 reads {', '.join(vllm_facts.GROUPS)}",
+        if close:
+            findings.append(
+                error(
+                    "ep-unknown-group",
+                    ep.where,
+                    f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
+                    f"did you mean '{close[0]}'? vLLM 0.32 reads {', '.join(vllm_facts.GROUPS)}",
+                )
             )
-        )
+        elif ep.group.split(".")[0].lower() == "vllm":
+            findings.append(
+                warning(
+                    "ep-group-unread",
+                    ep.where,
+                    f"vLLM reads no entry-point group '{ep.group}': vLLM never loads this entry point (right when "
+                    "another program, such as a vLLM fork, reads the group)",
+                    f"nothing to do if another program reads it; for vLLM, use one of {', '.join(vllm_facts.GROUPS)}",
+                )
+            )
     return findings
 
 

@@ -126,6 +126,25 @@ def mentioned_elsewhere(source: Path, name: str) -> bool:
     return False
 
 
+@cache
+def _modules(source: Path) -> dict[str, str]:
+    return dict(_texts(source))
+
+
+@cache
+def _bare_call_lines(source: Path, module: str, name: str) -> frozenset[int]:
+    text = _modules(source).get(module, "")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+    )
+
+
 class CallSites:
     """The call sites of names in one installed vLLM, kept on disk by release so later runs skip the scan."""
 
@@ -158,6 +177,17 @@ class CallSites:
             self.loose[name] = mentioned_elsewhere(self.source, name)
             self.dirty = True
         return self.loose[name]
+
+    def bare(self, site: CallSite, name: str) -> bool:
+        """Whether the call of `name` at `site` is written as a bare name (`name(...)`, a module-level function
+        called from its own module), not as a method of some object (`x.name(...)`) nor in a docstring. The
+        site's module is parsed for this, once: only sites a patch would break are asked about."""
+        return site.line in _bare_call_lines(self.source, site.module, name)
+
+    def mentions(self, module: str, names: frozenset[str]) -> bool:
+        """Whether the vLLM module's text names one of `names` (a class a call's receiver may be)."""
+        text = _modules(self.source).get(module, "")
+        return any(name in text and re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
     def save(self) -> None:
         if self.path is None or not self.dirty:

@@ -8,6 +8,7 @@ has already planned for it, and what matters is what silently switches off on th
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -164,3 +165,29 @@ def _guards(module: Module, catching: frozenset[str]) -> dict[int, Guard]:
     if module.tree is not None:
         mark(module.tree.body, None)
     return found
+
+
+def _import_targets(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str | None]]:
+    if isinstance(node, ast.Import):
+        return [(alias.name, None) for alias in node.names]
+    if node.level or not node.module:
+        return []
+    return [(node.module, alias.name) for alias in node.names]
+
+
+def dead_fallbacks(module: Module, resolves: Callable[[str, str | None], bool]) -> set[int]:
+    """id() of every node in the `except ImportError:` branch of a try block whose own imports are all vLLM
+    names that `resolves` (source, name) finds: on that vLLM the try block succeeds and the fallback never runs
+    (`try: from vllm.new import X` / `except ImportError: from vllm.old import X`)."""
+    dead: set[int] = set()
+    for node in module.of_type(ast.Try):
+        if not _catches(node.handlers, IMPORT_ERRORS):  # type: ignore[attr-defined]
+            continue
+        imports = [n for stmt in node.body for n in walk_nodes(stmt) if isinstance(n, ast.Import | ast.ImportFrom)]  # type: ignore[attr-defined]
+        targets = [t for n in imports for t in _import_targets(n)]
+        if not targets or len(targets) < sum(len(n.names) for n in imports):
+            continue  # a relative import: whether it fails is the package's own matter
+        if all((s == "vllm" or s.startswith("vllm.")) and resolves(s, name) for s, name in targets):
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                dead.update(id(n) for stmt in handler.body for n in walk_nodes(stmt))
+    return dead

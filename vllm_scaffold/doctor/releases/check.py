@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading.callers import CallSites
+from vllm_scaffold.doctor.reading.guards import dead_fallbacks
 from vllm_scaffold.doctor.reading.installed import ENDPOINT
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
@@ -30,6 +31,15 @@ from vllm_scaffold.vllm_facts.routes import declared_routes
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 _VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
+# Members vLLM classes inherit from bases outside vLLM (the index lists only vLLM's own members).
+_OUTSIDE_MEMBERS = {
+    "abc.ABC": frozenset({"register"}),
+    "enum.Enum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+    "enum.IntEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+    "enum.StrEnum": frozenset({"name", "value", "_member_map_", "_value2member_map_", "_missing_"}),
+}
+# Bases outside vLLM an enum may have without adding upper-case attributes.
+_ENUM_BASES = frozenset({"enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag", "str", "int"})
 # Type names a string literal satisfies, or that say nothing about it.
 _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", "StrPath", "Path"}
 
@@ -103,14 +113,44 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _returns_unless(stmt: object) -> bool:
-    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed."""
+def _returns_unless(stmt: object, module: Module | None = None) -> bool:
+    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed.
+    A call of one of the module's capability checks (`capability_check`) is such a test too."""
     return (
         stmt.__class__ is ast.If
         and not stmt.orelse  # type: ignore[attr-defined]
         and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
-        and _is_version_test(stmt.test)  # type: ignore[attr-defined]
+        and (_is_version_test(stmt.test) or _calls_capability_check(stmt.test, module))  # type: ignore[attr-defined]
     )
+
+
+def _calls_capability_check(test: ast.expr, module: Module | None) -> bool:
+    if module is None:
+        return False
+    for node in walk_nodes(test):
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Name:  # type: ignore[attr-defined]
+            if capability_check(module, node.func.id):  # type: ignore[attr-defined]
+                return True
+    return False
+
+
+def capability_check(module: Module, name: str) -> bool:
+    """Whether the module's function `name` is a small function that tests what vLLM offers (a version,
+    hasattr/getattr, find_spec, or an import under try/except) and returns the answer: `if not _has_x():
+    return` guards what follows as a version test does. Asked only for names such tests call."""
+    memo = module.memo.setdefault("capability-checks", {})
+    if name not in memo:  # type: ignore[operator]
+        found = False
+        for node in module.of_type(ast.FunctionDef):
+            if node.name != name or len(node.body) > 8:  # type: ignore[attr-defined]
+                continue
+            inner = walk_nodes(node)
+            if not any(n.__class__ is ast.Return and n.value is not None for n in inner):  # type: ignore[attr-defined]
+                continue
+            tests = any(_is_version_test(n) for n in inner if isinstance(n, ast.expr))
+            found = found or tests or any(n.__class__ is ast.Try and _guards_of(n.handlers) for n in inner)  # type: ignore[attr-defined]
+        memo[name] = found  # type: ignore[index]
+    return memo[name]  # type: ignore[index]
 
 
 # The nodes the checks read.
@@ -134,13 +174,13 @@ def _blocks(module: Module) -> list[tuple[tuple[int, int], tuple[int, int], str]
 
     def visit(statements: list[ast.stmt]) -> None:
         for position, stmt in enumerate(statements):
-            if _returns_unless(stmt):
+            if _returns_unless(stmt, module):
                 block(statements[position + 1 :], "guarded")  # `if not hasattr(...): return` guards what follows
             kind = stmt.__class__
             if kind is ast.If:
                 if _is_type_checking(stmt.test):  # type: ignore[attr-defined]
                     block(stmt.body, "type-checking")  # type: ignore[attr-defined]
-                elif _is_version_test(stmt.test):  # type: ignore[attr-defined]
+                elif _is_version_test(stmt.test) or _calls_capability_check(stmt.test, module):  # type: ignore[attr-defined]
                     block(stmt.body, "guarded")  # type: ignore[attr-defined]
                     block(stmt.orelse, "guarded")  # type: ignore[attr-defined]
             elif kind is ast.Try and _guards_of(stmt.handlers):  # type: ignore[attr-defined]
@@ -225,11 +265,14 @@ class ReleaseCheck:
             self.attributes(module)
             self.calls(module)
             self.dotted_strings(module)
+            self.patches(module)
         self.subclasses()
         self.endpoint_routes()
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
+        if id(place.node) in self._dead(place.module):
+            return  # code that never runs on this release: the fallback of a test the release passes
         if place.guard == "guarded":
             if code != "vllm-import-missing":
                 return  # a use the plugin tests for (hasattr, a version check, try/except) before making it
@@ -241,6 +284,67 @@ class ReleaseCheck:
     @property
     def release(self) -> str:
         return f"vLLM {self.index.version}"
+
+    def _dead(self, module: Module) -> set[int]:
+        """id() of the nodes of `module` that never run on this release: the `except ImportError:` branch of a
+        try block whose imports the release has, and what follows `getattr(m, "New", None) or` in an `or`
+        chain when the release has m.New (`getattr(base, "TransferJob", None) or base.JobMetadata`)."""
+        memo = self.__dict__.setdefault("_dead_memo", {})
+        if module.name not in memo:
+            dead = dead_fallbacks(
+                module, lambda source, name: not self._first_missing(f"{source}.{name}" if name else source)
+            )
+            table = self.tables[module.name]
+            for node in module.of_type(ast.Try):
+                if self._binding_try(module, node):  # type: ignore[arg-type]
+                    for handler in node.handlers:  # type: ignore[attr-defined]
+                        dead.update(id(n) for stmt in handler.body for n in walk_nodes(stmt))
+            for node in module.of_type(ast.BoolOp):
+                if node.op.__class__ is not ast.Or:  # type: ignore[attr-defined]
+                    continue
+                values = node.values  # type: ignore[attr-defined]
+                for position, value in enumerate(values[:-1]):
+                    if self._getattr_exists(value, table):
+                        dead.update(id(n) for later in values[position + 1 :] for n in walk_nodes(later))
+                        break
+            memo[module.name] = dead
+        return memo[module.name]
+
+    def _binding_try(self, module: Module, node: ast.Try) -> bool:
+        """`try: vllm_function(new_kwarg=...)` / `except TypeError: vllm_function(old_kwarg=...)` where every
+        vLLM call of the try block binds to the release's signature: the fallback never runs there."""
+        if not any(
+            h.type is not None and "TypeError" in {getattr(n, "id", None) for n in walk_nodes(h.type)}
+            for h in node.handlers
+        ):
+            return False
+        calls = [n for stmt in node.body for n in walk_nodes(stmt) if n.__class__ is ast.Call]
+        found = [(call, self.callee(module, call.func)) for call in calls]  # type: ignore[attr-defined]
+        checked = [(call, f) for call, f in found if f is not None]
+        if not checked:
+            return False
+        for call, (_symbol, signature) in checked:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):  # type: ignore[attr-defined]
+                return False
+            if call_problem(signature, len(call.args), [k.arg for k in call.keywords if k.arg]) is not None:  # type: ignore[attr-defined]
+                return False
+        return True
+
+    def _getattr_exists(self, node: ast.expr, table: dict[str, str]) -> bool:
+        """`getattr(X, "name", ...)` where X is a vLLM name the release has with that attribute."""
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            return False
+        owner = qualified(node.args[0], table) if isinstance(node.args[0], ast.Name | ast.Attribute) else None
+        if not owner or owner.split(".")[0] != "vllm":
+            return False
+        return self.index.resolve(f"{owner}.{node.args[1].value}").kind not in {"missing", "unknown"}
 
     def _elsewhere(self, qualname: str) -> str:
         found = sorted((o.version for o in self.others if o.resolve(qualname).exists), key=_version)
@@ -302,10 +406,37 @@ class ReleaseCheck:
             prefix = ".".join(parts[:cut])
             symbol = self.index.resolve(prefix)
             if symbol.kind == "missing":
+                if self._inherited_from_outside(".".join(parts[: cut - 1]), parts[cut - 1]):
+                    return None
                 return prefix
             if symbol.kind == "unknown":
-                return None
+                return prefix if self._enum_member_missing(".".join(parts[: cut - 1]), parts[cut - 1]) else None
         return None
+
+    def _enum_member_missing(self, owner: str, name: str) -> bool:
+        """`owner` is one of vLLM's enums and has no member or attribute `name`. The index marks a class with a
+        metaclass as having generated attributes, but an enum's members are the names its body binds
+        (`AttentionBackendEnum.TURBO_ATTN` on a release without that backend raises AttributeError)."""
+        symbol = self.index.resolve(owner)
+        if symbol.kind != "class" or not name.isupper():
+            return False
+        order = self.index.mro(symbol)[0]
+        outside = {b for cls in order for b in self.index.class_entry(cls).get("b", ()) if b.split(".")[0] != "vllm"}
+        if not any(b.startswith("enum.") for b in outside) or outside - _ENUM_BASES:
+            return False  # not an enum, or a base outside vLLM and the standard enums may give it the name
+        return self.index.find_member(symbol, name)[0] is None
+
+    def _inherited_from_outside(self, owner: str, name: str) -> bool:
+        """`name` is what a vLLM class gets from a base outside vLLM the index does not list members of:
+        `register` of an `abc.ABC` class (a virtual subclass), an Enum's `__members__`."""
+        symbol = self.index.resolve(owner)
+        if symbol.kind != "class":
+            return False
+        for cls in self.index.mro(symbol)[0]:
+            for base in self.index.class_entry(cls).get("b", ()):
+                if name in _OUTSIDE_MEMBERS.get(base, ()):
+                    return True
+        return False
 
     # -- attributes ----------------------------------------------------------------------------------------
 
@@ -407,15 +538,110 @@ class ReleaseCheck:
                 return None  # a type alias or a name the index cannot see: say nothing
         return f"a string ('{argument.value}')"
 
+    # -- patches -------------------------------------------------------------------------------------------
+
+    def patches(self, module: Module) -> None:
+        """Replacements of vLLM's functions and methods (`Cls.method = fn`, `setattr(module, "f", fn)`),
+        compared with what they replace in this release: the target must exist, and the replacement must
+        take the arguments vLLM's own calls of the original pass."""
+        table = self.tables[module.name]
+        functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
+        for assignment in _replacements(module):
+            node, owner_expr, attr, value = assignment
+            owner = qualified(owner_expr, table) if isinstance(owner_expr, ast.Name | ast.Attribute) else None
+            if not owner or owner.split(".")[0] != "vllm" or _is_dunder(attr):
+                continue
+            owner_symbol = self.index.resolve(owner)
+            if owner_symbol.kind not in {"class", "module"}:
+                continue
+            if not functions:
+                functions = _functions_by_name(module)
+            replacement = _replacement_function(value, node, functions)
+            if replacement is None:
+                continue  # a value (a flag, a setting) or a wrapper's result: nothing to compare
+            target = self.index.resolve(f"{owner}.{attr}")
+            place = Place(module, node)
+            label = f"{owner}.{attr}"
+            if target.kind == "missing":
+                self.report(
+                    "patch-target-missing",
+                    place,
+                    f"the plugin replaces {label}, which {self.release} does not have{self._elsewhere(label)}: "
+                    "vLLM never calls the replacement, so what it adds does not happen",
+                    f"patch what this release calls instead; {_PATCH_FIX}",
+                )
+                continue
+            original = self.index.signature(target) if target.kind in {"member", "function"} else None
+            if original is None or original.decorator == "p":
+                continue
+            is_method = target.kind == "member"
+            mine = Signature.parse(
+                _plugin_signature(replacement)
+                if not isinstance(replacement, ast.Lambda)
+                else _lambda_signature(replacement)
+            )
+            if is_method and original.decorator in {"c", "s"} and not mine.decorator:
+                mine = Signature(mine.params, original.decorator)  # wrapped in classmethod()/staticmethod()
+            base = original if is_method else Signature.parse("__f," + _signature_text(original))
+            theirs = mine if is_method else Signature.parse("__f," + _signature_text(mine))
+            problem = override_problem(base, theirs)
+            if problem is None:
+                continue
+            breaking = self._breaking_site(owner_symbol, attr, theirs.bound(), is_method)
+            if breaking is not None:
+                site, why = breaking
+                self.report(
+                    "patch-call-signature",
+                    place,
+                    f"the replacement of {label} cannot be called as {self.release} calls the original "
+                    f"{attr}{original.text()}: at {site.where} {why}: TypeError",
+                    f"take the parameters {label} has in this release (or *args, **kwargs, handed to the "
+                    f"original); {_PATCH_FIX}",
+                )
+            else:
+                self.report(
+                    "patch-signature-changed",
+                    place,
+                    f"the replacement of {label} does not match the original {attr}{original.text()} of "
+                    f"{self.release}: {problem}",
+                    f"take the parameters {label} has in this release; {_PATCH_FIX}",
+                )
+
+    def _breaking_site(self, owner: Symbol, attr: str, replacement: Signature, is_method: bool):
+        """A call of the original in the installed vLLM that the replacement cannot bind and that surely
+        reaches it: `self.attr(...)` written in the patched class or one deriving from it, or, for a module
+        function, a call written in its own module. None without the installed vLLM's call sites."""
+        sites = self.callers.sites
+        if sites is None:
+            return None
+        for site in sites.of(attr):
+            why = None if site.spread else call_problem(replacement, site.positional, list(site.keywords))
+            if why is None:
+                continue
+            if is_method:
+                if not (site.on_self and site.cls):
+                    continue
+                cls = self.index.resolve(site.cls)
+                if cls.kind == "class" and owner.qualname in {c.qualname for c in self.index.mro(cls)[0]}:
+                    return site, why
+            elif site.module == owner.qualname and not site.on_self and sites.bare(site, attr):
+                return site, why
+        return None
+
     # -- dotted strings ------------------------------------------------------------------------------------
 
     def dotted_strings(self, module: Module) -> None:
+        loggers: set[int] | None = None
         for node in module.of_type(ast.Constant):
             value = node.value  # type: ignore[attr-defined]
             if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
                 continue
             if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+            if loggers is None:
+                loggers = _logger_names(module)
+            if id(node) in loggers:
+                continue  # a logger's name ("vllm.plugins.fx") is a name, not a path
             place = Place(module, node)
             if place.guard == "type-checking":
                 continue
@@ -615,6 +841,104 @@ class ReleaseCheck:
                         "AttributeError",
                         "do on this release what the removed member did, or skip the call where it is missing",
                     )
+
+
+_PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
+Replacement = tuple[ast.AST, ast.expr, str, ast.expr]  # (statement, object patched, attribute, new value)
+
+
+def _replacements(module: Module) -> Iterator[Replacement]:
+    """`X.attr = value` and `setattr(X, "attr", value)` in the module."""
+    if "patch-replacements" in module.memo:
+        yield from module.memo["patch-replacements"]  # type: ignore[misc]
+        return
+    found: list[Replacement] = []
+    for node in module.of_type(ast.Assign):
+        for target in node.targets:  # type: ignore[attr-defined]
+            if isinstance(target, ast.Attribute):
+                found.append((node, target.value, target.attr, node.value))  # type: ignore[attr-defined]
+    for node in module.of_type(ast.Call):
+        func, args = node.func, node.args  # type: ignore[attr-defined]
+        if getattr(func, "id", None) == "setattr" and len(args) == 3:
+            name = args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found.append((node, args[0], name.value, args[2]))
+    module.memo["patch-replacements"] = found
+    yield from found
+
+
+def _functions_by_name(module: Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
+    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
+    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
+    return found
+
+
+def _replacement_function(
+    value: ast.expr, at: ast.AST, functions: dict
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
+    """The function a replacement assigns: a lambda, or the nearest def of that name before the assignment
+    (`classmethod(fn)` / `staticmethod(fn)` unwrapped); None for anything else (a wrapper's result)."""
+    if (
+        isinstance(value, ast.Call)
+        and getattr(value.func, "id", None) in {"classmethod", "staticmethod"}
+        and value.args
+    ):
+        value = value.args[0]
+    if isinstance(value, ast.Lambda):
+        return value
+    if not isinstance(value, ast.Name):
+        return None
+    line = getattr(at, "lineno", 0)
+    before = [f for f in functions.get(value.id, ()) if f.lineno <= line]
+    return max(before, key=lambda f: f.lineno) if before else None
+
+
+def _lambda_signature(node: ast.Lambda) -> str:
+    args = node.args
+    parts = [a.arg for a in [*args.posonlyargs, *args.args]]
+    defaults = len(args.defaults)
+    if defaults:
+        parts[-defaults:] = [p + "=" for p in parts[-defaults:]]
+    if args.vararg:
+        parts.append("*" + args.vararg.arg)
+    elif args.kwonlyargs:
+        parts.append("*")
+    parts += [a.arg + ("=" if d is not None else "") for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    if args.kwarg:
+        parts.append("**" + args.kwarg.arg)
+    return ",".join(parts)
+
+
+def _signature_text(signature: Signature) -> str:
+    """The index's text of a signature, without its decorator mark."""
+    parts = []
+    for p in signature.params:
+        prefix = {"varargs": "*", "varkw": "**"}.get(p.kind, "")
+        parts.append(prefix + p.name + ("=" if p.has_default else ""))
+    kwonly = [i for i, p in enumerate(signature.params) if p.kind == "kwonly"]
+    if kwonly and not signature.varargs:
+        parts.insert(kwonly[0], "*")
+    return ",".join(parts)
+
+
+_LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild"})
+
+
+def _logger_names(module: Module) -> set[int]:
+    """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")` or
+    vLLM's `init_logger`, and the keys of a logging config's "loggers" table."""
+    found: set[int] = set()
+    for node in module.of_type(ast.Call):
+        func = node.func  # type: ignore[attr-defined]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name in _LOGGER_FACTORIES:
+            found.update(id(a) for a in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "name")])  # type: ignore[attr-defined]
+    for node in module.of_type(ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
+            if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
+                found.update(id(k) for k in value.keys if k is not None)
+    return found
 
 
 def _is_dunder(name: str) -> bool:

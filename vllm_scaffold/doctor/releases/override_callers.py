@@ -122,10 +122,19 @@ class OverrideCallers:
         bound = override.bound()
         sites = self.sites.of(method)
         family = self.objects(qualname)
+        # A call the base method itself cannot bind is a call of another method of that name (a linear
+        # method's apply(layer, x, bias) is no call of the fused-MoE method's apply): vLLM's own calls of the
+        # base bind to it.
+        theirs = base.bound()
         harmful = [
             site
             for site in sites
-            if site.spread or call_problem(bound, site.positional, list(site.keywords)) is not None
+            if (site.spread and not _takes_any_keywords(bound, site))
+            or (
+                not site.spread
+                and call_problem(bound, site.positional, list(site.keywords)) is not None
+                and call_problem(theirs, site.positional, list(site.keywords)) is None
+            )
         ]
         return any(self._reached(site, family, 0) for site in harmful)
 
@@ -213,6 +222,12 @@ class OverrideCallers:
         named = [ep.value.partition(":")[0].strip() for ep in package.entry_points]
         named += [ref for other in package.parsed() if other is not module for ref in references(other)]
         return not any(ref == module.name or ref.startswith(module.name + ".") for ref in named)
+
+
+def _takes_any_keywords(override: Signature, site: CallSite) -> bool:
+    """A call spreading `**kwargs` (or `*args`) binds to an override taking **kwargs whenever the arguments
+    it names bind (`create_weights(layer=self, **params)` to `create_weights(self, layer, **kwargs)`)."""
+    return override.varkw and call_problem(override, site.positional, list(site.keywords)) is None
 
 
 def _same_part(vllm_name: str, plugin_qualname: str) -> bool:
