@@ -95,8 +95,10 @@ class ForcedTokens(LogitsProcessor):
         for row, (ids, output) in self.rows.items():
             step = len(output)
             if step < len(ids):
+                # The forced id keeps its own logit: where a grammar (structured outputs) already masked it,
+                # the row has nothing left to sample and the test sees it, instead of the grammar being overridden.
                 token = ids[step]
                 keep = logits[row, token].clone()
                 logits[row].fill_(float("-inf"))
-                logits[row, token] = keep if torch.isfinite(keep) else 0.0
+                logits[row, token] = keep
         return logits
