@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.generate.rendering import templates_root
+from vllm_scaffold.vllm_facts import parsers
 
 DATA_FILE = "in_tree_names.jinja"
 
@@ -27,12 +28,22 @@ REGISTRIES: dict[str, str] = {
 }
 
 
+# Jinja variable -> release -> the names, for registries the indexes do not list (vllm_facts.parsers).
+FACT_REGISTRIES: dict[str, dict[str, frozenset[str]]] = {
+    "IN_TREE_TOOL_PARSERS": parsers.IN_TREE_TOOL_PARSERS,
+    "IN_TREE_REASONING_PARSERS": parsers.IN_TREE_REASONING_PARSERS,
+}
+
+
 def names(versions: list[str]) -> dict[str, list[str]]:
     """Jinja variable -> every name any of `versions` registers, sorted."""
-    return {
+    found = {
         variable: sorted({name for v in versions for name in vllm_facts.shipped(v).registry(registry)})
         for variable, registry in REGISTRIES.items()
     }
+    for variable, by_release in FACT_REGISTRIES.items():
+        found[variable] = sorted({name for v in versions for name in by_release[v]})
+    return found
 
 
 def render_data(versions: list[str]) -> str:

@@ -53,6 +53,7 @@ ALSO = {
     "plugins-whitespace": {"plugins-drops-installed"},
     "endpoint-name-mismatch": {"endpoint-not-enabled"},
     "logits-argmax-claim": {"logits-argmax-masks"},
+    "reasoning-parser-server-only": {"endpoint-not-enabled"},
 }
 # Fixtures whose pitfall only the live probe can see.
 LIVE_ONLY = {

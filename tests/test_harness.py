@@ -82,3 +82,30 @@ def test_each_vllm_release_gets_its_own_cache_root(
     result = pytester.runpytest_subprocess("-q", "-s", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert f"VLLM_CACHE_ROOT={expected.format(**values)}" in result.stdout.str()
+
+
+def test_forced_tokens_masks_all_but_the_next_forced_id_of_its_requests() -> None:
+    """The logits processor the parser seams' server tests force replies with, on a batch of two requests (one
+    forced, one not), step by step: the forced row keeps one finite logit, then is left alone once spent."""
+    pytest.importorskip("vllm")
+    import torch
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.sample.logits_processor import BatchUpdate
+
+    from vllm_scaffold_testing.forced import FORCED_PARAM, ForcedTokens
+
+    processor = ForcedTokens(None, torch.device("cpu"), False)  # type: ignore[arg-type]
+    forced_output: list[int] = []
+    added = [
+        (0, SamplingParams(extra_args={FORCED_PARAM: [3, 1]}), [5], forced_output),
+        (1, SamplingParams(), [5], []),
+    ]
+    processor.update_state(BatchUpdate(batch_size=2, removed=[], added=added, moved=[]))
+    for step, expected in enumerate([3, 1]):
+        logits = processor.apply(torch.zeros(2, 6))
+        assert torch.isfinite(logits[0]).nonzero().flatten().tolist() == [expected], step
+        assert torch.isfinite(logits[1]).all()  # the request without forced ids is untouched
+        forced_output.append(expected)  # what the engine appends after sampling
+    assert torch.isfinite(processor.apply(torch.zeros(2, 6))).all()  # spent: the reply goes on unforced
+    with pytest.raises(ValueError, match=FORCED_PARAM):
+        ForcedTokens.validate_params(SamplingParams(extra_args={FORCED_PARAM: "3"}))

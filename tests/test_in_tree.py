@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,7 @@ from scripts.in_tree_names import DATA_FILE, REGISTRIES, shipped_data
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.generate.rendering import questions, templates_root
-from vllm_scaffold.vllm_facts import linear_kernels
+from vllm_scaffold.vllm_facts import linear_kernels, parsers
 
 
 def test_in_tree_names_are_those_of_the_shipped_releases() -> None:
@@ -138,3 +139,20 @@ def test_an_installed_release_the_tool_ships_uses_the_shipped_index() -> None:
     ):
         pytest.skip(f"the installed vLLM ({vllm.distribution} {vllm.version}) has no shipped index")
     assert installed.facts() is vllm_facts.shipped(vllm.version)
+
+
+def test_parser_names_are_those_the_installed_vllm_registers() -> None:
+    """vllm_facts.parsers lists each checked release's in-tree parser names; the installed release's must match
+    what its managers hold after import, and what the reader finds in its source."""
+    pytest.importorskip("vllm")
+    import vllm
+    from packaging.version import Version
+    from vllm.reasoning import ReasoningParserManager
+    from vllm.tool_parsers import ToolParserManager
+
+    version = Version(vllm.__version__).base_version
+    root = Path(vllm.__file__).parent
+    assert set(ToolParserManager.list_registered()) == parsers.IN_TREE_TOOL_PARSERS[version]
+    assert set(ReasoningParserManager.list_registered()) == parsers.IN_TREE_REASONING_PARSERS[version]
+    assert parsers.read_in_tree(root, parsers.TOOL_PARSER_TABLE) == parsers.IN_TREE_TOOL_PARSERS[version]
+    assert parsers.read_in_tree(root, parsers.REASONING_PARSER_TABLE) == parsers.IN_TREE_REASONING_PARSERS[version]

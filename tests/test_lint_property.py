@@ -45,6 +45,11 @@ ENV_NAME = identifier(UPPER, UPPER + string.digits + "_", MAX_TEXT_LENGTH)
 CLASS_NAME = identifier(UPPER, string.ascii_letters + string.digits + "_", MAX_TEXT_LENGTH)
 BOOL = st.sampled_from([*TRUE, *FALSE, "Yes", "OFF"])
 PATH_SEGMENT = st.text(LOWER + string.digits + "_-", min_size=1, max_size=20)
+# Parser markers: printable text without spaces, braces, quotes or backslashes (answers never hold the last two).
+MARKER = st.text(
+    "".join(c for c in string.punctuation + string.ascii_letters if c not in '{}"\\'), min_size=2, max_size=24
+)
+PARSER_NAME = identifier(LOWER, LOWER + string.digits + "_-", MAX_TEXT_LENGTH)
 
 # One strategy per template question; values a validator refuses (vLLM's own names, the VLLM_ namespace)
 # make the example invalid, which hypothesis replaces by another.
@@ -92,6 +97,8 @@ ANSWERS: dict[str, dict[str, st.SearchStrategy[str]]] = {
     "io-processor": {"max_texts": st.integers(1, 4096).map(str)},
     "lora-resolver": {"dir_env": ENV_NAME, "check_base_model": BOOL},
     "general-plugin": {},
+    "tool-parser": {"parser_name": PARSER_NAME, "call_start": MARKER, "call_end": MARKER},
+    "reasoning-parser": {"parser_name": PARSER_NAME, "start_marker": MARKER, "end_marker": MARKER},
 }
 
 

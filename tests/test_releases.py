@@ -85,6 +85,16 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
         "0.32.0": set(),
         "0.33.0": set(),
     },
+    # Parsers are subclasses like any other: a signature of an older interface, a method the release has not
+    # got yet (set_prompt_token_ids arrives in 0.33), an abstract method left out.
+    "parsers": {
+        version: {
+            ("vllm-abstract-missing", "src/fx_rel_parsers/think.py:6"),
+            ("vllm-override-signature", "src/fx_rel_parsers/tools.py:10"),
+            *([("vllm-override-not-yet", "src/fx_rel_parsers/think.py:7")] if version != "0.33.0" else []),
+        }
+        for version in ("0.31.0", "0.32.0", "0.33.0")
+    },
     "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
 }
 

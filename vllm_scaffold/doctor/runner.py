@@ -17,6 +17,7 @@ from vllm_scaffold.doctor.checks import config as checks_config
 from vllm_scaffold.doctor.checks import environment as checks_environment
 from vllm_scaffold.doctor.checks import manifest as checks_manifest
 from vllm_scaffold.doctor.checks import metadata as checks_metadata
+from vllm_scaffold.doctor.checks import parsers as checks_parsers
 from vllm_scaffold.doctor.checks import project as checks_project
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading.context import Context
@@ -57,6 +58,10 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.general_plugin_side_effects,
     checks_code.io_processor_names,
     checks_code.vllm_imports,
+    checks_parsers.parser_names_in_tree,
+    checks_parsers.reasoning_parser_server_only,
+    checks_parsers.parser_plugin_path_too_short,
+    checks_parsers.tool_parser_methods,
     checks_config.config_attributes,
     checks_config.installed_release_api,
     checks_manifest.components_registered,

@@ -108,6 +108,14 @@ class OpenAIServer:
     def post(self, path: str, body: Any) -> tuple[int, Any]:
         return self.request("POST", path, body)
 
+    def post_stream(self, path: str, body: Any) -> tuple[int, list[Any]]:
+        """(status, the decoded JSON of each `data:` event) of a streamed request (`"stream": true` added)."""
+        status, text = self.request("POST", path, {**body, "stream": True})
+        if status != 200 or not isinstance(text, str):
+            return status, [text]
+        events = [line[len("data:") :].strip() for line in text.splitlines() if line.startswith("data:")]
+        return status, [json.loads(event) for event in events if event != "[DONE]"]
+
     def log_tail(self, chars: int = 8000) -> str:
         if not self._log.closed:
             self._log.flush()

@@ -1,0 +1,1 @@
+"""my_reasoning: a reasoning parser for vLLM (server and structured outputs), registered as `my_reasoning`."""
