@@ -29,6 +29,8 @@ QUERIES: dict[str, tuple[str, str]] = {
     "vllm.v1.metrics.loggers.LoggingStatLogger.record": ("stat-logger", "new stat-logger NAME"),
     "vllm.lora.resolver.LoRAResolver": ("lora-resolver", "new lora-resolver NAME"),
     "collective rpc on every worker": ("worker-extension", "new worker-extension NAME"),
+    "tool calls": ("tool-parser", "new tool-parser NAME"),
+    "reasoning parser": ("reasoning-parser", "new reasoning-parser NAME"),
     "vllm.plugins.io_processors.interface.IOProcessor": ("io-processor", "new io-processor NAME"),
     "vllm.v1.sample.logits_processor.builtin.MinPLogitsProcessor.apply": ("logits-processor", "new logits-processor"),
     "vllm.model_executor.kernels.linear.scaled_mm.ScaledMMLinearKernel.Int8ScaledMMLinearKernel": (

@@ -15,11 +15,6 @@ from vllm_scaffold.catalog.registries import STATUSES, registry_from_table
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts.build import build
 
-# Seams whose catalog files are added beside this one in the same change set: a templated entry may name
-# them before their files exist here. Only these keys; every other templated entry names a seam that exists.
-SEAMS_ADDED_ALONGSIDE = {"tool-parser", "reasoning-parser"}
-
-
 @pytest.mark.parametrize("version", vllm_facts.shipped_versions())
 def test_every_registry_of_a_release_has_a_status(version: str) -> None:
     """A registration point or entry-point group nobody classified fails here, named with its release: a new
@@ -101,8 +96,6 @@ def test_templated_entries_name_a_seam_with_a_template() -> None:
     for registry in load_registries().values():
         if registry.status != "templated":
             continue
-        if registry.seam in SEAMS_ADDED_ALONGSIDE and registry.seam not in catalog:
-            continue
         assert registry.seam in catalog and catalog[registry.seam].has_template, registry.key
         if registry.group:  # the seam's own entry-point group, where it has one
             assert catalog[registry.seam].group == registry.group, registry.key
@@ -110,7 +103,7 @@ def test_templated_entries_name_a_seam_with_a_template() -> None:
 
 def test_keys_of_entries_without_a_template_are_not_seam_keys() -> None:
     """`explain KEY` looks seams up first: an explained or internal entry must not hide behind a seam."""
-    seams = set(load_catalog()) | SEAMS_ADDED_ALONGSIDE
+    seams = set(load_catalog())
     assert not [r.key for r in load_registries().values() if r.status != "templated" and r.key in seams]
 
 

@@ -5,9 +5,8 @@ process. Two of them need the name: the API server (it validates `--reasoning-pa
 starting the engine, then splits replies) and the engine core, whose structured-output manager looks the name
 up when the engine core is built, after the general plugins ran there. A registration made only in the API
 server (an endpoint plugin, a server-only module, `--reasoning-parser-plugin` read only there) fails the
-engine
-core with a KeyError. The registration is lazy (a module path and a class name), so the parser module is
-imported only where the name is looked up. It is idempotent, and it refuses a name another parser holds.
+engine core with a KeyError. The registration is lazy (a module path and a class name), so the parser module
+is imported only where the name is looked up. It is idempotent, and it refuses a name another parser holds.
 """
 
 from __future__ import annotations
