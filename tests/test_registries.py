@@ -15,6 +15,7 @@ from vllm_scaffold.catalog.registries import STATUSES, registry_from_table
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts.build import build
 
+
 @pytest.mark.parametrize("version", vllm_facts.shipped_versions())
 def test_every_registry_of_a_release_has_a_status(version: str) -> None:
     """A registration point or entry-point group nobody classified fails here, named with its release: a new
