@@ -62,6 +62,10 @@ def describe(index: ReleaseIndex, target: str) -> TargetFacts | str:
         return f"vLLM {index.version} has no {qualname} in {module}"
     if symbol.kind == "class":
         return f"{target} is a class: patch one of its methods (vllm.module:Class.method)"
+    head, _, member = qualname.rpartition(".")
+    owner = index.resolve(f"{module}.{head}") if head else None
+    if symbol.kind == "unknown" and owner is not None and owner.kind == "class" and index.mro(owner)[1]:
+        return f"vLLM {index.version}'s {head} has no {member}"  # its body and vLLM bases are all indexed
     if symbol.kind == "value":
         return f"{target} is a value in vLLM {index.version}, not a function, method or property"
     return f"vLLM {index.version}'s index cannot tell what {target} is (not a function, method or property it can see)"

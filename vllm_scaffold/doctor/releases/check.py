@@ -21,6 +21,7 @@ from vllm_scaffold.doctor.reading.installed import ENDPOINT
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
+from vllm_scaffold.doctor.releases.patches import check_patches
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
@@ -214,6 +215,7 @@ class ReleaseCheck:
         self.plugin_classes = self._plugin_classes()
         self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
         self.callers = OverrideCallers(self, sites)
+        self.sites = sites
 
     def _modules(self) -> Iterator[tuple[str, Module]]:
         for module in self.package.parsed():
@@ -227,6 +229,7 @@ class ReleaseCheck:
             self.dotted_strings(module)
         self.subclasses()
         self.endpoint_routes()
+        self.findings += check_patches(self.package, self.index, self.sites)
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
