@@ -38,7 +38,8 @@ def test_a_covered_target_is_patched_only_when_the_user_insists(host: Path) -> N
     target = "vllm.v1.core.sched.scheduler:Scheduler.schedule"
     assert_refused(host, ["patch", "schedule", "--data", f"target={target}"], "use 'vllm-scaffold add scheduler NAME'")
     add_into(host, "patch", "schedule", f"target={target}", "despite_seam=true")
-    assert tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"][1]["target"] == target
+    components = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert components[1]["target"] == target
 
 
 @pytest.mark.parametrize(

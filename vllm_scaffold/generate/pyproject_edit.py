@@ -63,7 +63,11 @@ def add_component(doc: TOMLDocument, component: dict[str, object]) -> str:
         manifest.append("components", tomlkit.aot())
     entry = tomlkit.table()
     for key, value in component.items():
-        entry.add(key, _multiline(value) if isinstance(value, list) else _inline(value) if isinstance(value, dict) else value)
+        if isinstance(value, list):
+            value = _multiline(value)
+        elif isinstance(value, dict):
+            value = _inline(value)
+        entry.add(key, value)
     entry.add(tomlkit.nl())
     manifest["components"].append(entry)
     return f"tool.{MANIFEST_TABLE}.components[{component['name']}] ({component['seam']})"

