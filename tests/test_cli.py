@@ -19,6 +19,7 @@ from vllm_scaffold.terminal import console
 SEAM_KEYS = [
     "general-plugin", "logits-processor", "endpoint", "stat-logger", "attention-backend", "quantization",
     "linear-kernel", "custom-op", "scheduler", "kv-connector", "platform", "model", "io-processor", "lora-resolver",
+    "patch",
 ]  # fmt: skip
 
 HEAVY = ("copier", "jinja2", "tomlkit", "torch", "vllm", "yaml")
