@@ -950,7 +950,7 @@ CONTRASTS["other-framework-group"] = (
 
 
 # Monkeypatches: a replacement of a vLLM method compared with what it replaces and with vLLM's calls of it.
-BROKEN["patch-call-signature"] = Variant(
+BROKEN["monkeypatch-call-signature"] = Variant(
     {
         "plugin.py": '''
         """The general plugin: routes the logits computation through the Fx head."""
@@ -969,7 +969,7 @@ BROKEN["patch-call-signature"] = Variant(
     },
     also=frozenset({"general-plugin-side-effects"}),
 )
-BROKEN["patch-target-missing"] = Variant(
+BROKEN["monkeypatch-target-missing"] = Variant(
     {
         "plugin.py": '''
         """The general plugin: keeps the residual scattered for sequence parallelism, through a function 0.31 had."""
@@ -986,7 +986,7 @@ BROKEN["patch-target-missing"] = Variant(
     },
     also=frozenset({"general-plugin-side-effects"}),
 )
-BROKEN["patch-signature-changed"] = Variant(
+BROKEN["monkeypatch-signature-changed"] = Variant(
     {
         "plugin.py": '''
         """The general plugin: accepts every draft token (written for an older rejection sampler)."""

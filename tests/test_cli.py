@@ -20,6 +20,7 @@ SEAM_KEYS = [
     "general-plugin", "logits-processor", "endpoint", "stat-logger", "attention-backend", "quantization",
     "linear-kernel", "custom-op", "scheduler", "kv-connector", "platform", "model", "io-processor", "lora-resolver",
     "worker-extension", "tool-parser", "reasoning-parser",
+    "patch",
 ]  # fmt: skip
 
 HEAVY = ("copier", "jinja2", "tomlkit", "torch", "vllm", "yaml")

@@ -29,6 +29,7 @@ from vllm_scaffold.doctor.checks import config as checks_config
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.doctor.releases import check as releases
+from vllm_scaffold.doctor.releases import patches
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.report.findings import Report
 from vllm_scaffold.doctor.runner import diagnose
@@ -320,6 +321,9 @@ def test_every_code_has_a_fixture_and_a_documented_example() -> None:
     # the environment's codes need two installed plugins: tests/test_doctor_reading.py covers them;
     # the codes only doctor --vllm finds have their fixtures in tests/fixtures/releases (tests/test_releases.py)
     across_releases = {code for code, entry in codes.codes().items() if entry.section == releases.SECTION}
+    # declared patches are found against the installed vLLM too, but their fixture is a release fixture
+    # (tests/fixtures/releases/patch): a target that changed needs two releases to show
+    across_releases |= patches.CODES
     across_releases -= checks_config.RELEASE_CODES  # also found against the installed vLLM: a variant each
     # the Ray codes need Ray in play (--executor ray, RAY_ADDRESS): tests/test_doctor_ray.py covers them
     ray = {code for code, entry in codes.codes().items() if entry.section == probe_ray.SECTION}

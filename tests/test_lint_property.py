@@ -99,6 +99,25 @@ ANSWERS: dict[str, dict[str, st.SearchStrategy[str]]] = {
     "general-plugin": {},
     "tool-parser": {"parser_name": PARSER_NAME, "call_start": MARKER, "call_end": MARKER},
     "reasoning-parser": {"parser_name": PARSER_NAME, "start_marker": MARKER, "end_marker": MARKER},
+    "patch": {
+        # one target of each kind a patch wraps; none a seam covers (test_patch covers the refusal)
+        "target": st.sampled_from(
+            [
+                "vllm.config.model:ModelConfig.get_vocab_size",
+                "vllm.config.model:ModelConfig.get_num_layers",
+                "vllm.config.model:ModelConfig.is_moe",
+                "vllm.utils.math_utils:cdiv",
+                "vllm.sampling_params:SamplingParams.for_sampler_warmup",
+            ]
+        ),
+        "despite_seam": BOOL,
+        "why": st.text(string.ascii_letters + string.digits + " .,:;()'-_/#", min_size=1, max_size=MAX_TEXT_LENGTH),
+        "remove_when": st.text(
+            string.ascii_letters + string.digits + " .,:;()'-_/#", min_size=1, max_size=MAX_TEXT_LENGTH
+        ),
+        "on_mismatch": st.sampled_from(["raise", "skip"]),
+        "reached_in": st.sampled_from(["front-end+worker", "worker", "front-end+engine-core+worker"]),
+    },
 }
 
 

@@ -19,6 +19,7 @@ from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.releases.check import SECTION, check, with_tests
+from vllm_scaffold.doctor.releases.patches import SECTION as PATCH_SECTION
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.report.findings import Severity
 from vllm_scaffold.doctor.runner import diagnose_releases
@@ -27,6 +28,7 @@ from vllm_scaffold.vllm_facts.routes import declared_routes
 FIXTURES = Path(__file__).parent / "fixtures" / "releases"
 GOLDEN = Path(__file__).parents[1] / "generated_examples"
 
+PATCHES = "pyproject.toml [[tool.vllm-scaffold.components]]"
 # fixture -> release -> {(code, where)}: everything doctor --vllm must report, and nothing else.
 EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
     "kv-connector": {
@@ -96,6 +98,15 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
         for version in ("0.31.0", "0.32.0", "0.33.0")
     },
     "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
+    "patch": {
+        "0.31.0": set(),
+        "0.32.0": {("patch-signature-changed", f"{PATCHES} profile")},
+        "0.33.0": {
+            ("patch-signature-changed", f"{PATCHES} profile"),
+            ("patch-source-changed", f"{PATCHES} dcp_layout"),
+            ("patch-target-missing", f"{PATCHES} mamba_cache"),
+        },
+    },
 }
 
 
@@ -117,7 +128,7 @@ def test_every_fixture_directory_has_expectations() -> None:
 
 def test_every_code_of_the_section_is_exercised() -> None:
     seen = {code for releases in EXPECTED.values() for found in releases.values() for code, _where in found}
-    section = {code for code, entry in codes.codes().items() if entry.section == SECTION}
+    section = {code for code, entry in codes.codes().items() if entry.section in {SECTION, PATCH_SECTION}}
     assert section <= seen, f"codes no fixture shows: {section - seen}"
     assert seen - section <= {"vllm-import-missing", "vllm-import-guarded"}
 

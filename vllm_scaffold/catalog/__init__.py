@@ -77,8 +77,16 @@ class Seam:
     single_slot: dict[str, str] = field(default_factory=dict)
     # Extras of the test harness the seam's generated tests need (ray: the scale-out layouts on Ray).
     harness_extras: tuple[str, ...] = ()
-    # vLLM classes and functions ("vllm.module:Qualname") a component of this seam replaces or reaches.
+    # The vLLM code a component of this seam replaces or extends, so that changing it needs no patch. Each entry
+    # is "vllm.module:Qualname" (a class or function where it is defined, as the release index resolves it) or
+    # "vllm.module" alone (everything defined in that module and its submodules). A class covers its own
+    # members and every member of each vLLM subclass of it (an attention backend's methods, a CustomOp's
+    # forward, a scheduler's schedule). Every entry resolves in every shipped release index
+    # (tests/test_catalog.py); `covering_seam` in catalog/covers.py applies the rule to one release.
     covers: tuple[str, ...] = ()
+    # Answers recorded as they are in the component's manifest entry ([[tool.vllm-scaffold.components]]),
+    # beside seam, name, module, object and enable: what doctor reads back (a patch's target and fingerprints).
+    record: tuple[str, ...] = ()
 
     @property
     def has_template(self) -> bool:
@@ -101,11 +109,12 @@ class Seam:
             "pitfalls": list(self.pitfalls),
             "kernel": self.kernel,
             "template": self.template,
+            "covers": list(self.covers),
             "reference": str(page) if page else None,
         }
 
 
-_LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras", "covers"}
+_LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras", "covers", "record"}
 
 
 def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:

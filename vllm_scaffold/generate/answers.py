@@ -18,7 +18,7 @@ FALSE = ("false", "no", "off", "0")
 # Free text ends up in docstrings, string literals and TOML strings of the generated package: one line, and
 # short enough that the generated code still fits its line length (the description only lands in prose).
 MAX_TEXT_LENGTH = 64
-MAX_TEXT_LENGTH_BY_QUESTION = {"description": 100}
+MAX_TEXT_LENGTH_BY_QUESTION = {"description": 100, "target": 96}  # target: a dotted vLLM path
 _FORBIDDEN_TEXT = {'"': "a double quote", "\\": "a backslash", "\n": "a line break", "\r": "a line break"}
 
 

@@ -189,6 +189,8 @@ def add_component(
         component["parameter"] = seam.parameter.format_map(fields)
     if seam.enable:
         component["enable"] = [line.format_map(fields) for line in seam.enable]
+    for key in seam.record:
+        component[key] = answers[key]
     changes.keys.append(pyproject_edit.add_component(doc, component))
     changes.edit("pyproject.toml", tomlkit.dumps(doc).rstrip("\n") + "\n")
 

@@ -63,10 +63,22 @@ def add_component(doc: TOMLDocument, component: dict[str, object]) -> str:
         manifest.append("components", tomlkit.aot())
     entry = tomlkit.table()
     for key, value in component.items():
-        entry.add(key, _multiline(value) if isinstance(value, list) else value)
+        if isinstance(value, list):
+            value = _multiline(value)
+        elif isinstance(value, dict):
+            value = _inline(value)
+        entry.add(key, value)
     entry.add(tomlkit.nl())
     manifest["components"].append(entry)
     return f"tool.{MANIFEST_TABLE}.components[{component['name']}] ({component['seam']})"
+
+
+def _inline(values: dict[str, object]):
+    """A table written on one line, nested tables too: a component entry stays one block of keys."""
+    table = tomlkit.inline_table()
+    for key, value in values.items():
+        table.append(key, _inline(value) if isinstance(value, dict) else value)
+    return table
 
 
 def _multiline(values: list[object]):

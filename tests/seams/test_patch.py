@@ -1,0 +1,88 @@
+"""The patch template: its target is checked against every declared release, a target a seam covers is
+refused, the manifest records the fingerprints, and `add` next to a general plugin wires apply() in."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from seam_helpers import add_into, added, assert_lint_clean, assert_refused, run_package_tests
+
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.catalog import load_catalog
+from vllm_scaffold.catalog.covers import covering_seam
+from vllm_scaffold.vllm_facts import patch_targets
+
+TARGET = "vllm.config.model:ModelConfig.get_num_layers"
+
+
+def test_add_records_target_why_remove_when_and_a_fingerprint_per_release(host: Path) -> None:
+    add_into(host, "patch", "layers", f"target={TARGET}", "why=count layers", "remove_when=vllm#12345")
+    entry = added(host, "patch")[1]
+    assert (entry["target"], entry["why"], entry["remove_when"]) == (TARGET, "count layers", "vllm#12345")
+    assert set(entry["fingerprints"]) == set(vllm_facts.checked_versions())
+    for version, fingerprint in entry["fingerprints"].items():
+        facts = patch_targets.describe(vllm_facts.shipped(version), TARGET)
+        assert not isinstance(facts, str)
+        assert fingerprint == facts.fingerprint() and len(fingerprint["source"]) == 10
+    plugin = (host / "src/host/vllm_plugin.py").read_text()
+    assert '"host.layers.patch:apply"' in plugin
+    module = (host / "src/host/layers/patch.py").read_text()
+    assert "def patched_get_num_layers(self: Any, parallel_config: Any) -> Any:" in module
+    assert "result = original(self, parallel_config)" in module
+    assert_lint_clean(host, "src/host/layers", "tests/test_layers_patch.py")
+
+
+def test_a_covered_target_is_patched_only_when_the_user_insists(host: Path) -> None:
+    target = "vllm.v1.core.sched.scheduler:Scheduler.schedule"
+    assert_refused(host, ["patch", "schedule", "--data", f"target={target}"], "use 'vllm-scaffold add scheduler NAME'")
+    add_into(host, "patch", "schedule", f"target={target}", "despite_seam=true")
+    components = tomllib.loads((host / "pyproject.toml").read_text())["tool"]["vllm-scaffold"]["components"]
+    assert components[1]["target"] == target
+
+
+@pytest.mark.parametrize(
+    ("target", "seam"),
+    [
+        ("vllm.v1.attention.backends.cpu_attn:CPUAttentionBackendImpl.forward", "attention-backend"),
+        ("vllm.model_executor.layers.activation:SiluAndMul.forward_native", "custom-op"),
+        ("vllm.v1.core.sched.scheduler:Scheduler.schedule", "scheduler"),
+        ("vllm.platforms.cpu:CpuPlatform.get_device_name", "platform"),
+        ("vllm.model_executor.models.llama:LlamaModel.forward", "model"),
+        ("vllm.config.model:ModelConfig.get_vocab_size", None),
+        ("vllm.utils.math_utils:cdiv", None),
+    ],
+)
+def test_covers_names_the_seam_of_in_tree_code(target: str, seam: str | None) -> None:
+    found = covering_seam(vllm_facts.shipped(vllm_facts.checked_versions()[-1]), target)
+    assert (found[0].key if found else None) == seam
+
+
+def test_every_covers_entry_resolves_in_every_shipped_release() -> None:
+    for version in vllm_facts.shipped_versions():
+        index = vllm_facts.shipped(version)
+        for seam in load_catalog().values():
+            for entry in seam.covers:
+                module, _, name = entry.partition(":")
+                symbol = index.resolve(f"{module}.{name}" if name else module)
+                assert symbol.kind in {"class", "function", "module"}, (version, seam.key, entry, symbol)
+                assert not name or symbol.qualname == f"{module}.{name}", (version, entry, symbol)
+
+
+def test_the_source_hash_ignores_docstrings_comments_and_layout() -> None:
+    import ast
+
+    from vllm_scaffold.vllm_facts.build import source_hash
+
+    one = ast.parse('def f(a):\n    """Doc."""\n    return a  # note\n').body[0]
+    two = ast.parse("def f(a):\n\n    return (a)\n").body[0]
+    three = ast.parse("def f(a):\n    return a + 1\n").body[0]
+    assert isinstance(one, ast.FunctionDef) and isinstance(two, ast.FunctionDef) and isinstance(three, ast.FunctionDef)
+    assert source_hash(one) == source_hash(two) != source_hash(three)
+
+
+@pytest.mark.engine
+def test_host_with_both_components_passes_its_tests(host: Path, tmp_path: Path) -> None:
+    add_into(host, "patch", "vocab")
+    run_package_tests(host, tmp_path / "cache", "tests/test_vllm_plugin.py", "tests/test_vocab_patch.py")

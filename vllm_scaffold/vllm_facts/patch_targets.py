@@ -1,0 +1,70 @@
+"""What a patch target ("vllm.module:Qualname") is in one release: its kind, its signature and the hash of its
+source, read from the release index. `patch` components are generated from these facts and record them per
+release in their manifest entry (the fingerprint); doctor compares the fingerprint with each release.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vllm_scaffold.vllm_facts.index import ReleaseIndex
+
+# Kinds a patch can wrap, by the index's signature decorator ("" is a plain function or method).
+PATCHABLE = ("function", "method", "classmethod", "staticmethod", "property")
+_MEMBER_KINDS = {"": "method", "c": "classmethod", "s": "staticmethod", "p": "property"}
+TARGET_PATTERN = re.compile(r"^vllm(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """A patchable target in one release."""
+
+    kind: str  # one of PATCHABLE
+    signature: str  # the index's signature string (`build.signature`), decorator prefix included
+    source_hash: str  # `build.source_hash` of the definition ("" when the index predates hashes)
+    defined_in: str  # "vllm.module.Qualname" of the definition (a member may come from a base class)
+
+    def fingerprint(self) -> dict[str, str]:
+        return {"signature": self.signature, "source": self.source_hash}
+
+
+def shape(signature: str) -> str:
+    """The signature without annotations or decorator prefix: parameter names, kinds and which have defaults
+    ("self,x,y=,*,z="). What a call binds against, and what a patch compares with the live target at run time."""
+    text = signature.partition(" ")[2] if signature.startswith("@") else signature
+    parts = [part for part in text.split(",") if part]
+    return ",".join(part.partition(":")[0].rstrip("=") + ("=" if part.endswith("=") else "") for part in parts)
+
+
+def describe(index: ReleaseIndex, target: str) -> TargetFacts | str:
+    """The target's facts in this release, or why it cannot be patched there (a sentence)."""
+    if not TARGET_PATTERN.match(target):
+        return f"'{target}' is not a target: write it as vllm.module:Function or vllm.module:Class.method"
+    module, _, qualname = target.partition(":")
+    if module not in index.modules:
+        return f"vLLM {index.version} has no module {module}"
+    symbol = index.resolve(f"{module}.{qualname}")
+    if symbol.kind == "function":
+        entry = index.modules[symbol.module]
+        source = entry.get("h", {}).get(symbol.name, "")
+        return TargetFacts("function", entry["f"][symbol.name], source, f"{symbol.module}.{symbol.name}")
+    if symbol.kind == "member":
+        class_name, _, member = symbol.name.rpartition(".")
+        entry = index.modules[symbol.module]
+        text = entry["c"][class_name].get("m", {}).get(member)
+        if text is None:
+            return f"{target} is an attribute in vLLM {index.version}, not a function, method or property"
+        kind = _MEMBER_KINDS[text[1] if text.startswith("@") else ""]
+        return TargetFacts(kind, text, entry.get("h", {}).get(symbol.name, ""), f"{symbol.module}.{symbol.name}")
+    if symbol.kind == "missing":
+        return f"vLLM {index.version} has no {qualname} in {module}"
+    if symbol.kind == "class":
+        return f"{target} is a class: patch one of its methods (vllm.module:Class.method)"
+    head, _, member = qualname.rpartition(".")
+    owner = index.resolve(f"{module}.{head}") if head else None
+    if symbol.kind == "unknown" and owner is not None and owner.kind == "class" and index.mro(owner)[1]:
+        return f"vLLM {index.version}'s {head} has no {member}"  # its body and vLLM bases are all indexed
+    if symbol.kind == "value":
+        return f"{target} is a value in vLLM {index.version}, not a function, method or property"
+    return f"vLLM {index.version}'s index cannot tell what {target} is (not a function, method or property it can see)"
