@@ -1032,3 +1032,38 @@ CONTRASTS["register-oot-through-variable"] = (
     "FxBase.register_oot",
     "custom-op-unknown-target",
 )
+
+
+# A parser written for an older vLLM registers under one of vLLM's names from a module whose imports this vLLM
+# lacks: the module stops at the import, so nothing is replaced; the import is what is reported.
+CLEAN["parser-in-unimportable-module"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: imports the parser module, which registers at import."""
+
+
+        def register() -> None:
+            import fx_parser_in_unimportable_module.parser  # noqa: F401
+        ''',
+        "parser.py": '''
+        """A Hermes-format tool parser, written against the tool-parser module of older vLLM releases."""
+        from vllm.entrypoints.openai.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
+
+
+        @ToolParserManager.register_module("hermes")
+        class FxHermesParser(ToolParser):
+            def extract_tool_calls(self, model_output, request):
+                raise ValueError(model_output)
+
+            def extract_tool_calls_streaming(self, *args, **kwargs):
+                return None
+        ''',
+    },
+    also=frozenset({"vllm-import-missing"}),
+)
+CONTRASTS["parser-in-unimportable-module"] = (
+    "parser.py",
+    "from vllm.entrypoints.openai.tool_parsers.abstract_tool_parser import",
+    "from vllm.tool_parsers import",
+    "parser-name-in-tree",
+)

@@ -183,7 +183,7 @@ def test_cli_github_format_exits_like_the_table() -> None:
 
 def test_generated_packages_run_doctor_in_ci() -> None:
     for workflow in sorted(GOLDEN.glob("*/.github/workflows/tests.yml")):
-        assert "run: vllm-scaffold doctor . --format github" in workflow.read_text(encoding="utf-8"), workflow
+        assert "vllm-scaffold doctor . --format github" in workflow.read_text(encoding="utf-8"), workflow
 
 
 @pytest.mark.parametrize(

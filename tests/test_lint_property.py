@@ -97,6 +97,7 @@ ANSWERS: dict[str, dict[str, st.SearchStrategy[str]]] = {
     "io-processor": {"max_texts": st.integers(1, 4096).map(str)},
     "lora-resolver": {"dir_env": ENV_NAME, "check_base_model": BOOL},
     "general-plugin": {},
+    "worker-extension": {},
     "tool-parser": {"parser_name": PARSER_NAME, "call_start": MARKER, "call_end": MARKER},
     "reasoning-parser": {"parser_name": PARSER_NAME, "start_marker": MARKER, "end_marker": MARKER},
     "patch": {

@@ -16,7 +16,9 @@ UPDATE_AVAILABLE = 3
 def command(
     project: Annotated[Path, typer.Option("--project", help="The package to check (made by 'new').")] = Path(),
 ) -> None:
-    """Say whether 'vllm-scaffold update' would change the package; write nothing.
+    """Say whether an update would change the package.
+
+    Writes nothing.
 
     Exit codes: 0 when the package matches the installed templates, 3 when an update is available (the
     changed templates and the files the update would change are listed), 2 on bad input.

@@ -12,14 +12,13 @@ if TYPE_CHECKING:
     from vllm_scaffold.catalog import Registry
 
 
-
 def command(
     seam: Annotated[str, typer.Argument(metavar="SEAM", help="Seam or registry key ('vllm-scaffold list --all').")],
 ) -> None:
-    """Explain a seam or registry: what loads it, how it is chosen, its pitfalls.
+    """Explain one seam, or a registry of vLLM.
 
-    Which processes load it and when, how a user selects it, what breaks silently, and for a seam the --data
-    keys its template asks.
+    Which processes load it and when, how a user selects it, what breaks silently, and for a seam the
+    --data keys its template asks.
     """
     with reporting():
         from vllm_scaffold.catalog import docs_page, get_seam, load_catalog, load_registries

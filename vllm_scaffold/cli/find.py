@@ -24,7 +24,10 @@ def command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")] = False,
 ) -> None:
-    """Name the seam that reaches a vLLM symbol, file or topic, with its command; or the smallest route."""
+    """Name the seam that reaches a vLLM symbol or topic.
+
+    QUERY is a symbol, a file in vLLM or plain words; the answer gives the command, or the smallest route.
+    """
     from vllm_scaffold.cli.options import reporting
 
     with reporting():

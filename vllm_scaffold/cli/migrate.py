@@ -15,8 +15,10 @@ def command(
     project: Annotated[Path, typer.Option("--project", help="The plugin package to rewrite.")] = Path(),
     dry_run: DryRun = False,
 ) -> None:
-    """Rewrite imports of names vLLM moved, and keywords it renamed, between the release the package targets
-    (the newest verified one in its [tool.vllm-scaffold] vllm range) and --vllm VERSION.
+    """Rewrite a package for names vLLM moved.
+
+    Imports of names vLLM moved, and keywords it renamed, between the release the package targets (the
+    newest verified one in its [tool.vllm-scaffold] vllm range) and --vllm VERSION.
 
     Each rewrite is listed with what and why; what is left (doctor --vllm VERSION on the rewritten code) is
     listed with doctor's codes, and the exit code is 1 when an error is left.

@@ -26,7 +26,10 @@ def command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every changed symbol and the plan as JSON.")] = False,
 ) -> None:
-    """Compare a vLLM fork with its base release, symbol by symbol, and name what carries each change."""
+    """Route a vLLM fork's changes to seams, patches or the fork.
+
+    Compares the fork with its base release, symbol by symbol, and names what carries each change.
+    """
     from vllm_scaffold.cli.options import reporting
 
     with reporting():

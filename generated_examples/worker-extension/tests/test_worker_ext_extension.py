@@ -78,7 +78,9 @@ def test_an_unknown_parameter_name_is_an_error_from_the_worker(llm) -> None:
 
 
 CLASHING = """
-from my_rl_sync.worker_ext.extension import MyRlSyncWorkerExtension
+from my_rl_sync.worker_ext.extension import (
+    MyRlSyncWorkerExtension,
+)
 
 
 class ClashingExtension(MyRlSyncWorkerExtension):

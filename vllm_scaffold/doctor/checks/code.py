@@ -787,6 +787,25 @@ def vllm_imports(ctx: Context) -> list[Finding]:
     return findings
 
 
+def fails_to_import(module: Module) -> bool:
+    """Whether the module stops at one of its own top-level statements on the installed vLLM: an unguarded
+    `import`/`from ... import` at module level of a vllm name this release lacks. Nothing after it runs, so no
+    registration the module makes happens on this release; the import itself is what vllm-import-missing
+    reports."""
+    if "fails_to_import" not in module.memo:
+        module.memo["fails_to_import"] = module.tree is not None and any(
+            _missing_vllm_name(source, name) is not None
+            for node in module.tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+            for source, name in (
+                [(alias.name, None) for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [(resolve_relative(module, node), alias.name) for alias in node.names]
+            )
+        )
+    return bool(module.memo["fails_to_import"])
+
+
 def _missing_vllm_name(source: str, name: str | None) -> str | None:
     """What of `from source import name` (or `import source`) the installed vLLM lacks, or None."""
     if not (source == "vllm" or source.startswith("vllm.")):

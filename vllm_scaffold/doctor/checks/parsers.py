@@ -7,6 +7,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from vllm_scaffold.doctor.checks.code import fails_to_import
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import Module
@@ -59,9 +60,14 @@ def _names(call: Call) -> list[str]:
 
 
 def parser_names_in_tree(ctx: Context) -> list[Finding]:
-    """A parser registered under a name vLLM registers itself replaces vLLM's for the whole environment."""
+    """A parser registered under a name vLLM registers itself replaces vLLM's for the whole environment.
+
+    Not where the registering module cannot be imported on the installed vLLM: there the registration never
+    runs (vllm-import-missing says why), so nothing is replaced."""
     findings = []
     for kind, call in _registrations(ctx):
+        if ctx.vllm.present and fails_to_import(call.module):
+            continue
         for name in _names(call):
             if name in kind.in_tree:
                 findings.append(
