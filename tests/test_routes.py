@@ -18,7 +18,7 @@ def test_every_path_exists_in_every_shipped_release(version: str) -> None:
     routes = load_routes()
     wrong = []
     for seam in routes.seams:
-        for base in (*seam.bases, *seam.base_answers):
+        for base in (*seam.bases, *seam.base_answers, *seam.extends):
             if index.resolve(base).kind != "class":
                 wrong.append(f"{seam.key} base {base}: {index.resolve(base).kind}")
         for point in seam.registers:
@@ -64,6 +64,7 @@ def test_registration_calls_are_vllm_functions_or_methods() -> None:
         (lambda text: text + "\n[extra]\n", "unknown table 'extra'"),
         (lambda text: text.replace("syntax = ", "syntaxes = ", 1), "[reasons]"),
         (lambda text: text.replace('http_routes = "endpoint"', 'http_routes = "endpoints"', 1), "[roles]"),
+        (lambda text: text.replace('name = "method"', 'name = "class"', 1), "extends"),
     ],
 )
 def test_the_loader_refuses_what_it_does_not_declare(edit, message: str, tmp_path: Path) -> None:  # noqa: ANN001

@@ -158,6 +158,93 @@ ENGINE_ARGS_EDITS: dict[str, list[Edit] | str] = {
     ]
 }
 
+
+def parser_entry(name: str, module: str, cls: str) -> str:
+    """One entry of vLLM's tables of lazily registered parsers, as the release writes it."""
+    return f'    "{name}": (\n        "{module}",\n        "{cls}",\n    ),\n'
+
+
+HERMES = parser_entry("hermes", "hermes_tool_parser", "Hermes2ProToolParser")
+TOOL_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/tool_parsers/__init__.py": [(HERMES, HERMES + parser_entry("acme", "acme_tool_parser", "AcmeToolParser"))],
+    "vllm/tool_parsers/acme_tool_parser.py": """
+        import json
+
+        from vllm.tool_parsers.abstract_tool_parser import ToolParser
+
+
+        class AcmeToolParser(ToolParser):
+            def extract_tool_calls(self, model_output, request):
+                start = model_output.find("<acme_call>")
+                return json.loads(model_output[start + len("<acme_call>") :]) if start >= 0 else None
+        """,
+}
+TOOL_CMD = "vllm-scaffold add tool-parser acme --data parser_name=acme"
+
+QWEN3 = parser_entry("qwen3", "qwen3_engine_reasoning_parser", "Qwen3ParserReasoningAdapter")
+REASONING_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/reasoning/__init__.py": [
+        (QWEN3, QWEN3 + parser_entry("acme_think", "acme_reasoning_parser", "AcmeReasoningParser")),
+    ],
+    "vllm/reasoning/acme_reasoning_parser.py": """
+        from vllm.reasoning.basic_parsers import BaseThinkingReasoningParser
+
+
+        class AcmeReasoningParser(BaseThinkingReasoningParser):
+            @property
+            def start_token(self):
+                return "<acme_think>"
+
+            @property
+            def end_token(self):
+                return "</acme_think>"
+        """,
+}
+# the name vLLM registers it under is the table's key, not the class's: the parser_name answer comes from the key
+REASONING_CMD = "vllm-scaffold add reasoning-parser acme --data parser_name=acme_think"
+
+# What an RL framework's fork adds to vLLM's workers: a process group to the trainer and a method receiving
+# each updated weight over it, on the GPU worker (NCCL) and on the CPU worker that subclasses it (objects
+# over the stateless group).
+WORKER_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/v1/worker/gpu_worker.py": [
+        (
+            "def init_worker_distributed_environment(\n",
+            "def acme_update_group(master_address, master_port, rank, world_size):\n"
+            "    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n"
+            "    from vllm.distributed.utils import StatelessProcessGroup\n\n"
+            "    group = StatelessProcessGroup.create(master_address, master_port, rank, world_size)\n"
+            "    return PyNcclCommunicator(group, device=torch.accelerator.current_device_index())\n\n\n"
+            "def init_worker_distributed_environment(\n",
+        ),
+        (
+            "    def check_health(self) -> None:\n",
+            "    def init_weight_update_group(self, master_address, master_port, rank_offset, world_size):\n"
+            "        rank = self.rank + rank_offset\n"
+            "        self.acme_group = acme_update_group(master_address, master_port, rank, world_size)\n\n"
+            "    def update_weight(self, name, dtype, shape):\n"
+            "        weight = torch.empty(shape, dtype=dtype, device=self.device)\n"
+            "        self.acme_group.broadcast(weight, src=0)\n"
+            "        self.model_runner.model.load_weights(weights=[(name, weight)])\n\n"
+            "    def check_health(self) -> None:\n",
+        ),
+    ],
+    "vllm/v1/worker/cpu_worker.py": [
+        (
+            "    def sleep(self, level: int = 1) -> None:\n",
+            "    def init_weight_update_group(self, master_address, master_port, rank_offset, world_size):\n"
+            "        from vllm.distributed.utils import StatelessProcessGroup\n\n"
+            "        rank = self.rank + rank_offset\n"
+            "        self.acme_group = StatelessProcessGroup.create(master_address, master_port, rank, world_size)\n\n"
+            "    def update_weight(self, name, dtype, shape):\n"
+            "        weight = self.acme_group.broadcast_obj(None, src=0)\n"
+            "        self.model_runner.model.load_weights(weights=[(name, weight.to(dtype))])\n\n"
+            "    def sleep(self, level: int = 1) -> None:\n",
+        )
+    ],
+}
+WORKER_CMD = "vllm-scaffold add worker-extension init_weight_update_group"
+
 # fixture -> (edits, files outside vllm/, {(symbol, change, route, command)}): everything triage must list.
 Expected = set[tuple[str, str, str, str]]
 FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]] = {
@@ -516,6 +603,35 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
             )
         },
     ),
+    "tool-parser": (
+        TOOL_EDITS,
+        {},
+        {
+            ("vllm.tool_parsers._TOOL_PARSERS_TO_REGISTER", "changed", "tool-parser", TOOL_CMD),
+            ("vllm.tool_parsers.acme_tool_parser.AcmeToolParser", "added", "tool-parser", TOOL_CMD),
+        },
+    ),
+    "reasoning-parser": (
+        REASONING_EDITS,
+        {},
+        {
+            ("vllm.reasoning._REASONING_PARSERS_TO_REGISTER", "changed", "reasoning-parser", REASONING_CMD),
+            ("vllm.reasoning.acme_reasoning_parser.AcmeReasoningParser", "added", "reasoning-parser", REASONING_CMD),
+        },
+    ),
+    "worker-extension": (
+        WORKER_EDITS,
+        {},
+        {
+            *(
+                (f"vllm.v1.worker.{owner}.{method}", "added", "worker-extension", WORKER_CMD)
+                for owner in ("cpu_worker.CPUWorker", "gpu_worker.Worker")
+                for method in ("init_weight_update_group", "update_weight")
+            ),
+            # a helper only the new methods use goes with them
+            ("vllm.v1.worker.gpu_worker.acme_update_group", "added", "worker-extension", WORKER_CMD),
+        },
+    ),
     "patch": (
         SAMPLER_EDITS,
         {},
@@ -536,6 +652,8 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
                     "AttnMetadataDict: TypeAlias = dict[str, AttentionMetadata | None]\n",
                 ),
             ],
+            # read by a function the module calls while it is imported (`_sync_aiter_situv2_moe_env()`)
+            "vllm/_aiter_ops.py": [('    "a8w4": "AITER_SITUV2_A8W4",\n', '    "a8w4": "AITER_SITUV2_A8W4_V2",\n')],
             # the class itself (a class attribute) of a class no seam replaces; a value read only at call time
             "vllm/v1/engine/core.py": [
                 (
@@ -554,6 +672,7 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
             ("vllm.engine.arg_utils.EngineArgs", "changed", "fork", ""),
             ("vllm.v1.attention.backends.utils.NULL_BLOCK_ID", "changed", "fork", ""),
             ("vllm.v1.worker.gpu_model_runner.AttnMetadataDict", "changed", "fork", ""),
+            ("vllm._aiter_ops._AITER_SITUV2_ACT_ENV", "changed", "fork", ""),
             ("vllm.v1.engine.core.EngineCore", "changed", "fork", ""),
             (
                 "vllm.v1.engine.core.HANDSHAKE_TIMEOUT_MINS",
@@ -603,13 +722,13 @@ def test_fixture_routes_every_change_as_expected(fixture: str, wheel: Path, tmp_
 
 
 def test_every_templated_seam_has_a_fixture() -> None:
+    """Each templated seam has a fixture of its own name: its typical in-tree change, routed to it."""
     from vllm_scaffold.catalog import templated_keys
 
-    routes = {route for _e, _o, expected in FIXTURES.values() for _s, _c, route, _cmd in expected}
-    # Seams added after the fork fixtures were written, still without one: each needs a fixture of its
-    # typical in-tree change (a new ToolParser/ReasoningParser module, a method added to a worker class).
-    without_fixture = {"tool-parser", "reasoning-parser", "worker-extension", "patch"}
-    assert set(templated_keys()) - without_fixture <= routes
+    def routes(fixture: str) -> set[str]:
+        return {route for _s, _c, route, _cmd in FIXTURES[fixture][2]} if fixture in FIXTURES else set()
+
+    assert [key for key in templated_keys() if key not in routes(key)] == []
 
 
 def test_realistic_fork_plan_and_outside_files(wheel: Path, tmp_path: Path) -> None:
@@ -709,6 +828,30 @@ def test_a_folder_of_many_files_outside_vllm_is_one_line(wheel: Path, tmp_path: 
     result = triage(build_fork(wheel, tmp_path / "fork", edits, many))
     listed = {(item.path, item.files, bool(item.why)) for item in result.outside}
     assert listed == {("tests/", 13, False), ("csrc/ops.h", 1, True), ("setup.py", 1, True)}
+
+
+def test_a_name_the_worker_class_already_has_is_no_extension(wheel: Path, tmp_path: Path) -> None:
+    """vLLM refuses an extension method named like an attribute of the worker class: a method the fork
+    adds to CPUWorker that Worker defines is no extension, and a changed method of Worker is a patch."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/worker/gpu_worker.py": [
+            (
+                "        # worker will always be healthy as long as it's running.\n        return\n",
+                "        if self.model_runner is None:\n            raise RuntimeError('acme: no model runner')\n",
+            )
+        ],
+        "vllm/v1/worker/cpu_worker.py": [
+            (
+                "    def sleep(self, level: int = 1) -> None:\n",
+                "    def check_health(self) -> None:\n        return\n\n    def sleep(self, level: int = 1) -> None:\n",
+            )
+        ],
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.v1.worker.gpu_worker.Worker.check_health", "patch"),
+        ("vllm.v1.worker.cpu_worker.CPUWorker.check_health", "fork"),
+    }
 
 
 def test_a_class_a_seam_covers_routes_to_it(wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,8 @@ class SeamRoute:
     class_is_answer: bool = False
     # An index registry of "METHOD /path" routes: an answer under one of their first path segments is refused.
     answer_not_under: str = ""
+    # Classes a component adds methods to (mixed into their bases): a method new to one is a component.
+    extends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class Routes:
 ROLES = ("http_routes", "process_wide")
 
 REASONS = (
-    "patch", "covered", "registered", "copied_at_import", "read_at_import", "settable", "code_at_import",
+    "patch", "covered", "registered", "extended", "copied_at_import", "read_at_import", "settable", "code_at_import",
     "class_shell", "removed", "goes_with", "unreferenced", "data_file", "syntax",
 )  # fmt: skip
 
@@ -133,8 +135,15 @@ def load_routes(path: Path = ROUTES_FILE) -> Routes:
         assert isinstance(seam, SeamRoute)
         if seam.key not in load_catalog():
             raise ScaffoldError(f"{ROUTES_FILE.name}: {where} is no catalog seam", "use a key of 'vllm-scaffold list'")
-        if seam.name not in {"answer", "class"}:
-            raise ScaffoldError(f"{ROUTES_FILE.name}: {where} has name = '{seam.name}'", "use 'answer' or 'class'")
+        if seam.name not in {"answer", "class", "method"}:
+            raise ScaffoldError(
+                f"{ROUTES_FILE.name}: {where} has name = '{seam.name}'", "use 'answer', 'class' or 'method'"
+            )
+        if (seam.name == "method") != bool(seam.extends):
+            raise ScaffoldError(
+                f"{ROUTES_FILE.name}: {where} has name = '{seam.name}' and extends = {list(seam.extends)}",
+                "name = 'method' goes with the classes it extends, and only with them",
+            )
         seams.append(seam)
     forks = []
     for number, table in enumerate(data.get("fork", []), 1):

@@ -83,10 +83,15 @@ def dotted(covered: str) -> str:
 @dataclass
 class Router:
     """Routes symbols of one release (`index`; for a fork, the base release overlaid with the fork's
-    changed modules)."""
+    changed modules, and `release` the base release itself: what vLLM defines without the fork)."""
 
     index: ReleaseIndex
     routes: Routes = field(default_factory=load_routes)
+    release: ReleaseIndex | None = None
+
+    @property
+    def base(self) -> ReleaseIndex:
+        return self.release or self.index
 
     def seam_of_class(self, symbol: Symbol) -> tuple[SeamRoute, str] | None:
         """The seam whose base (or covered) classes `symbol` is or inherits from, with that base."""
@@ -104,6 +109,20 @@ class Router:
         for seam in self.routes.seams:
             if symbol in {dotted(c) for c in load_catalog()[seam.key].covers}:
                 return seam
+        return None
+
+    def extending_seam(self, owner: str, method: str) -> tuple[SeamRoute, str] | None:
+        """The seam whose `extends` classes the release's class `owner` is or inherits from, with that class,
+        when neither `owner` nor any of its bases defines `method` in the release (vLLM refuses an extension
+        whose names the class already has)."""
+        symbol = self.base.resolve(owner)
+        if symbol.kind != "class" or self.base.find_member(symbol, method)[0] is not None:
+            return None
+        ancestors = [f"{cls.module}.{cls.name}" for cls in self.base.mro(symbol)[0]]
+        for seam in self.routes.seams:
+            for ancestor in ancestors:
+                if ancestor in seam.extends:
+                    return seam, ancestor
         return None
 
     def registering_seam(self, symbol: str) -> SeamRoute | None:

@@ -256,7 +256,7 @@ def triage(fork_path: Path, base: str | None = None) -> Triage:
             continue
         base_ast = parse(base_tree.text(path)) if path in base_tree.paths else None
         changed.append((path, base_ast, fork_tree))
-    router = Router(_overlay(index, [(p, f) for p, _b, f in changed if f is not None]))
+    router = Router(_overlay(index, [(p, f) for p, _b, f in changed if f is not None]), release=index)
     changes: list[tuple[str, Change, ast.Module | None]] = []
     for path, base_ast, fork_ast in changed:
         for change in compare(module_name(path), base_ast, fork_ast):
@@ -360,6 +360,13 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
             elif change.change == ADDED and kind == CLASS:
                 why = f"a new subclass of {base}: a {seam.key} component holds it"
             return router.seam_route(seam, why, cls=owner, symbol=symbol)
+        method = key.split(".", 1)[1] if kind == METHOD else ""
+        extended = router.extending_seam(f"{module}.{owner}", method) if change.change == ADDED and method else None
+        if extended is not None:
+            seam = extended[0]
+            why = reasons.reason("extended", owner=f"{module}.{owner}", method=method, seam=seam.key)
+            # one extension class per engine, mixed into whichever worker class runs: one component
+            return router.seam_route(seam, why, cls=method if seam.name == "method" else owner, joins=True)
     if kind in {FUNCTION, METHOD}:
         covering = router.covering_seam(change.symbol)
         if covering is not None:

@@ -149,24 +149,54 @@ def class_shell(node: ast.ClassDef) -> ast.ClassDef:
 
 def import_time_names(tree: ast.Module) -> set[str]:
     """The names a module reads while it is imported: in top-level statements, class bodies, decorators and
-    default values, but not inside function bodies (those run later)."""
+    default values, and in the bodies of its own functions that it calls then (`register_all()` at the end
+    of the module, and what those call); not in other function bodies (those run later)."""
     read: set[str] = set()
+    called: set[str] = set()
+    functions = {
+        stmt.name: stmt for stmt in _top_level(tree.body) if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, names: set[str]) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             decorators = getattr(node, "decorator_list", [])
             for part in [*decorators, *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
-                visit(part)
+                visit(part, names)
             return
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            read.add(node.id)
+            names.add(node.id)
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            visit(child, names)
 
     for stmt in _top_level(tree.body):
         if not isinstance(stmt, ast.Import | ast.ImportFrom):
-            visit(stmt)
+            visit(stmt, read)
+    followed: set[str] = set()
+    while pending := (called & set(functions)) - followed:
+        for name in sorted(pending):
+            followed.add(name)
+            function = functions[name]
+            body: set[str] = set()
+            for stmt in function.body:
+                visit(stmt, body)
+            read |= body - _local_names(function)
     return read
+
+
+def _local_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The names a function binds for itself (parameters, assignments not declared global)."""
+    arguments = function.args
+    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    declared: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names - declared
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
