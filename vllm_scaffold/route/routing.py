@@ -111,19 +111,15 @@ class Router:
                 return seam
         return None
 
-    def extending_seam(self, owner: str, method: str) -> tuple[SeamRoute, str] | None:
-        """The seam whose `extends` classes the release's class `owner` is or inherits from, with that class,
-        when neither `owner` nor any of its bases defines `method` in the release (vLLM refuses an extension
-        whose names the class already has)."""
+    def extending_seam(self, owner: str, method: str) -> SeamRoute | None:
+        """The seam whose `extends` classes the release's class `owner` is or inherits from, when neither
+        `owner` nor any of its bases defines `method` in the release (vLLM refuses an extension whose names
+        the class already has)."""
         symbol = self.base.resolve(owner)
         if symbol.kind != "class" or self.base.find_member(symbol, method)[0] is not None:
             return None
-        ancestors = [f"{cls.module}.{cls.name}" for cls in self.base.mro(symbol)[0]]
-        for seam in self.routes.seams:
-            for ancestor in ancestors:
-                if ancestor in seam.extends:
-                    return seam, ancestor
-        return None
+        ancestors = {f"{cls.module}.{cls.name}" for cls in self.base.mro(symbol)[0]}
+        return next((seam for seam in self.routes.seams if ancestors & set(seam.extends)), None)
 
     def registering_seam(self, symbol: str) -> SeamRoute | None:
         """The seam one of whose in-tree registration points `symbol` is (or lies under)."""

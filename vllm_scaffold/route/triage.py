@@ -360,13 +360,13 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
             elif change.change == ADDED and kind == CLASS:
                 why = f"a new subclass of {base}: a {seam.key} component holds it"
             return router.seam_route(seam, why, cls=owner, symbol=symbol)
-        method = key.split(".", 1)[1] if kind == METHOD else ""
-        extended = router.extending_seam(f"{module}.{owner}", method) if change.change == ADDED and method else None
-        if extended is not None:
-            seam = extended[0]
-            why = reasons.reason("extended", owner=f"{module}.{owner}", method=method, seam=seam.key)
-            # one extension class per engine, mixed into whichever worker class runs: one component
-            return router.seam_route(seam, why, cls=method if seam.name == "method" else owner, joins=True)
+        parts = key.split(".")
+        method = parts[1] if kind == METHOD and len(parts) == 2 else ""
+        extending = router.extending_seam(f"{module}.{owner}", method) if change.change == ADDED and method else None
+        if extending is not None:
+            why = reasons.reason("extended", owner=f"{module}.{owner}", method=method, seam=extending.key)
+            # the class vLLM mixes in is one per engine, whichever class it extends: every method joins it
+            return router.seam_route(extending, why, cls=method if extending.name == "method" else owner, joins=True)
     if kind in {FUNCTION, METHOD}:
         covering = router.covering_seam(change.symbol)
         if covering is not None:
