@@ -65,6 +65,7 @@ LIVE_ONLY = {
     "general-plugin-not-idempotent",
     "attention-backend-conflict",
     "custom-op-conflict",
+    "offloading-spec-name-taken",
     "quant-linear-method-none",
     "linear-kernel-shadowed",
     "linear-kernel-other-platform",
@@ -74,7 +75,7 @@ LIVE_ONLY = {
     "import-cost-cuda",
 }
 # Fixtures checked against other installed plugins (tests/fixtures/doctor/_installed, put on PYTHONPATH).
-NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict"}
+NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict", "offloading-spec-name-taken"}
 
 FIXTURE_DIRS = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean"}
 BROKEN = sorted(FIXTURE_DIRS | set(doctor_variants.BROKEN))
