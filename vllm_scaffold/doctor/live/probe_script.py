@@ -138,6 +138,31 @@ def probe_imports(own: list[dict[str, str]]) -> None:
             )
 
 
+def probe_extension_imports(extensions: list[str]) -> None:
+    """Imports the module of each worker extension class ("module:Class") after the entry-point modules: vLLM
+    imports it in every worker process, on every platform, before the worker picks its device. Only CUDA
+    initialisation is reported: a module missing here may be a dependency this private install leaves out."""
+    for path in extensions:
+        module = path.partition(":")[0]
+        if module in sys.modules:
+            continue  # an entry-point module: its import is reported above
+        importing.append(module)
+        try:
+            importlib.import_module(module)
+            failure = None
+        except BaseException as error:  # noqa: BLE001 - what the worker would raise
+            failure = error
+        if module in cuda_inits:
+            tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
+            report(
+                "error",
+                "import-cost-cuda",
+                f"worker extension {path.replace(':', '.')}",
+                f"importing {module} initialises CUDA{tail}. {facts.fact('worker-extension-imported').text()}",
+                "touch torch.cuda only inside the extension's methods, which run on the worker once its device is set",
+            )
+
+
 # --- mode "registry": what the plugins register ------------------------------------------------------------------
 
 
@@ -616,6 +641,7 @@ def main() -> None:
     own = request["own"]
     if request["mode"] == "imports":
         probe_imports(own)
+        probe_extension_imports(request.get("extensions", []))
     else:
         own_dist = re.sub(r"[-_.]+", "-", request["dist"]).lower()
         others = []
