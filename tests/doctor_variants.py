@@ -1067,3 +1067,90 @@ CONTRASTS["parser-in-unimportable-module"] = (
     "from vllm.tool_parsers import",
     "parser-name-in-tree",
 )
+
+# Worker extensions: the class a worker_extension_cls names, compared with vLLM's worker classes.
+BROKEN["worker-extension-name-clash"] = Variant(
+    {
+        "ext.py": '''
+        """Weight-sync methods mixed into every worker."""
+
+
+        class FxSyncBase:
+            def load_model(self) -> None:  # inherited: Worker.load_model is taken
+                pass
+
+
+        class FxWorkerExtension(FxSyncBase):
+            rank: int  # a bare annotation binds nothing: not compared
+
+            def fx_sync_weights(self, path: str) -> str:
+                return path
+        ''',
+        "launch.py": '''
+        """Starts an engine with the extension."""
+        EXTENSION = "fx_worker_extension_name_clash.ext.FxWorkerExtension"
+
+
+        def engine():
+            from vllm import LLM
+
+            return LLM("facebook/opt-125m", worker_extension_cls=EXTENSION)
+        ''',
+    }
+)
+BROKEN["worker-extension-name-shadowed"] = Variant(
+    {
+        "ext.py": '''
+        """Inspection methods mixed into every worker."""
+
+
+        class FxWorkerExtension:
+            def device(self) -> str:  # Worker.__init__ sets self.device: collective_rpc("device") gets that
+                return "fx"
+
+            def update_environment_variables(self, envs) -> None:  # WorkerWrapperBase's own is found first
+                return None
+        ''',
+    },
+    pyproject="""
+    [tool.vllm-scaffold]
+    package = "fx_worker_extension_name_shadowed"
+
+    [[tool.vllm-scaffold.components]]
+    seam = "worker-extension"
+    name = "fx"
+    module = "fx_worker_extension_name_shadowed"
+    object = "fx_worker_extension_name_shadowed.ext.FxWorkerExtension"
+    enable = ["--worker-extension-cls fx_worker_extension_name_shadowed.ext.FxWorkerExtension"]
+    """,
+)
+# Names of the package's own, bare annotations of the worker's attributes, and a class path given on the
+# command line as an argument list: nothing the worker class has.
+CLEAN["worker-extension-own-names"] = Variant(
+    {
+        "ext.py": '''
+        """Weight-sync methods mixed into every worker."""
+        import torch
+
+
+        class FxWorkerExtension:
+            rank: int
+            device: torch.device
+
+            def fx_report(self) -> dict[str, object]:
+                return {"rank": self.rank, "device": str(self.device)}
+        ''',
+        "launch.py": '''
+        """Starts a server with the extension."""
+        import subprocess
+
+        EXTENSION = "fx_worker_extension_own_names.ext.FxWorkerExtension"
+        ARGS = ["vllm", "serve", "facebook/opt-125m", "--worker-extension-cls", EXTENSION]
+
+
+        def serve() -> None:
+            subprocess.run(ARGS, check=True)
+        ''',
+    }
+)
+CONTRASTS["worker-extension-own-names"] = ("ext.py", "def fx_report(", "def get_model(", "worker-extension-name-clash")

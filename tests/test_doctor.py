@@ -65,6 +65,7 @@ LIVE_ONLY = {
     "general-plugin-not-idempotent",
     "attention-backend-conflict",
     "custom-op-conflict",
+    "offloading-spec-name-taken",
     "quant-linear-method-none",
     "linear-kernel-shadowed",
     "linear-kernel-other-platform",
@@ -74,7 +75,7 @@ LIVE_ONLY = {
     "import-cost-cuda",
 }
 # Fixtures checked against other installed plugins (tests/fixtures/doctor/_installed, put on PYTHONPATH).
-NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict"}
+NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict", "offloading-spec-name-taken"}
 
 FIXTURE_DIRS = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean"}
 BROKEN = sorted(FIXTURE_DIRS | set(doctor_variants.BROKEN))
@@ -276,6 +277,45 @@ def test_the_generated_logits_processor_claiming_argmax_invariance_is_caught(tmp
     assert report.live == "on" and report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
     (claimed,) = [f for f in report.findings if f.code == "logits-argmax-claim"]
     assert "(target_token=3 in 2 of them)" in claimed.message, claimed.message
+
+
+def test_a_worker_extension_module_initialising_cuda_is_reported_by_the_probe(tmp_path: Path) -> None:
+    """No entry point imports the extension's module: the probe imports it as vLLM's workers do, every one."""
+    package = doctor_variants.write(
+        "worker-extension-cuda-at-import",
+        doctor_variants.Variant(
+            {
+                "ext.py": '''
+                """Weight-sync methods mixed into every worker."""
+                import torch
+
+                DEVICE_NAME = torch.cuda.get_device_name(0) if torch.cuda.device_count() else "cpu"
+                STREAM_DEVICE = torch.cuda.current_device()
+
+
+                class FxWorkerExtension:
+                    def fx_device_name(self) -> str:
+                        return DEVICE_NAME
+                ''',
+                "launch.py": '''
+                """Starts an engine with the extension."""
+
+
+                def engine():
+                    from vllm import LLM
+
+                    return LLM("m", worker_extension_cls="fx_worker_extension_cuda_at_import.ext.FxWorkerExtension")
+                ''',
+            }
+        ),
+        tmp_path,
+    )
+    assert diagnose(package, live=False).codes == set()
+    report = diagnose(package, live=True, use_cache=False)
+    assert report.live == "on", report.live
+    (finding,) = report.findings
+    assert finding.code == "import-cost-cuda", _summary(report)
+    assert finding.where == "worker extension fx_worker_extension_cuda_at_import.ext.FxWorkerExtension", finding.where
 
 
 def test_the_unregistered_component_fix_names_the_line_to_add(variants: Path) -> None:

@@ -19,6 +19,7 @@ from vllm_scaffold.doctor.checks import manifest as checks_manifest
 from vllm_scaffold.doctor.checks import metadata as checks_metadata
 from vllm_scaffold.doctor.checks import parsers as checks_parsers
 from vllm_scaffold.doctor.checks import project as checks_project
+from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
@@ -57,6 +58,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.platform_detectors,
     checks_code.general_plugin_side_effects,
     checks_code.io_processor_names,
+    checks_worker_extension.name_clashes,
     checks_code.vllm_imports,
     checks_parsers.parser_names_in_tree,
     checks_parsers.reasoning_parser_server_only,
@@ -103,6 +105,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.live = "off: checked against the release's source index"
             report.add(release_check.check(package, index, others))
             report.add(checks_code.bad_linear_kernel_kinds(package, index.version))
+            report.add(checks_worker_extension.clashes_on(package, index))
             report.findings = suppress.apply(package, report.findings)
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_scaffold.atomic import write_atomically
+from vllm_scaffold.doctor.checks import worker_extension
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import GROUPS, cache_dir
 from vllm_scaffold.doctor.reading.source import all_calls
@@ -63,6 +64,8 @@ def _probe_environment(ctx: Context, site: Path) -> dict[str, str]:
 def _run(mode: str, ctx: Context, own: list[dict[str, str]], env: dict[str, str], work: Path) -> list[Finding]:
     apis = sorted({call.api for call in all_calls(ctx.package)})
     request = {"mode": mode, "dist": ctx.package.dist_name, "own": own, "apis": apis}
+    if mode == "imports":
+        request["extensions"] = [f"{e.module.name}:{e.node.name}" for e in worker_extension.extensions(ctx.package)]
     found = run_script(
         "vllm_scaffold.doctor.live.probe_script", f"the {mode} probe", request, env, work, PROBE_TIMEOUT_S
     )

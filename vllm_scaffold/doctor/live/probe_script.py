@@ -138,6 +138,31 @@ def probe_imports(own: list[dict[str, str]]) -> None:
             )
 
 
+def probe_extension_imports(extensions: list[str]) -> None:
+    """Imports the module of each worker extension class ("module:Class") after the entry-point modules: vLLM
+    imports it in every worker process, on every platform, before the worker picks its device. Only CUDA
+    initialisation is reported: a module missing here may be a dependency this private install leaves out."""
+    for path in extensions:
+        module = path.partition(":")[0]
+        if module in sys.modules:
+            continue  # an entry-point module: its import is reported above
+        importing.append(module)
+        try:
+            importlib.import_module(module)
+            failure = None
+        except BaseException as error:  # noqa: BLE001 - what the worker would raise
+            failure = error
+        if module in cuda_inits:
+            tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
+            report(
+                "error",
+                "import-cost-cuda",
+                f"worker extension {path.replace(':', '.')}",
+                f"importing {module} initialises CUDA{tail}. {facts.fact('worker-extension-imported').text()}",
+                "touch torch.cuda only inside the extension's methods, which run on the worker once its device is set",
+            )
+
+
 # --- mode "registry": what the plugins register ------------------------------------------------------------------
 
 
@@ -167,6 +192,10 @@ class Registries:
             from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
 
             self.dicts["kv_connector"] = KVConnectorFactory._registry
+        if "register_spec" in apis:
+            from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+            self.dicts["offloading_spec"] = OffloadingSpecFactory._registry
         if "register_model" in apis:
             from vllm.model_executor.models.registry import ModelRegistry
 
@@ -490,6 +519,7 @@ CONFLICTS = {
     "mamba_attention": ("attention-backend-conflict", "mamba attention backend {key}"),
     "custom_op": ("custom-op-conflict", "the CustomOp replacement for {key}"),
     "kv_connector": ("kv-connector-name-taken", "KV connector name {key}"),
+    "offloading_spec": ("offloading-spec-name-taken", "KV offloading spec name {key}"),
 }
 CONFLICT_FIX = {
     "attention-backend-conflict": "select one package (uninstall the other, or exclude its general plugin "
@@ -497,6 +527,16 @@ CONFLICT_FIX = {
     "custom-op-conflict": "only one installed plugin may replace an op: the second register_oot raises "
     "AssertionError in every process; uninstall one or exclude its general plugin from VLLM_PLUGINS",
     "kv-connector-name-taken": "register the connector under a name no other installed plugin uses",
+    "offloading-spec-name-taken": "register the spec under a name no other installed plugin uses, or select it "
+    "with spec_module_path in kv_connector_extra_config instead of registering it",
+}
+
+
+LAST_WINS = "the plugin vLLM loads last wins, in entry-point order"
+# Registries whose second registration of a name raises: the general plugin vLLM calls second stops the process.
+OUTCOME = {
+    "offloading_spec": "the general plugin vLLM calls second raises ValueError, and vLLM calls general plugins "
+    "unguarded, so every vLLM process stops at start-up. " + facts.fact("offloading-spec-duplicate-raises").text(),
 }
 
 
@@ -519,7 +559,7 @@ def check_conflicts(own_changes: dict, registries: Registries, baseline: dict, o
                     code,
                     label.format(key=key_name(key)),
                     f"{label.format(key=key_name(key))} is registered by this package and by {ep['dist']} "
-                    f"(general plugin {ep['name']}): the plugin vLLM loads last wins, in entry-point order",
+                    f"(general plugin {ep['name']}): {OUTCOME.get(registry, LAST_WINS)}",
                     CONFLICT_FIX[code],
                 )
     registries.restore(baseline)
@@ -601,6 +641,7 @@ def main() -> None:
     own = request["own"]
     if request["mode"] == "imports":
         probe_imports(own)
+        probe_extension_imports(request.get("extensions", []))
     else:
         own_dist = re.sub(r"[-_.]+", "-", request["dist"]).lower()
         others = []

@@ -19,6 +19,7 @@ REGISTRATION_APIS = frozenset(
         "register_linear_kernel",
         "register_oot",
         "register_connector",
+        "register_spec",
         "register_model",
         "register_resolver",
         "register_lazy_module",
