@@ -103,12 +103,7 @@ def probe_imports(own: list[dict[str, str]]) -> None:
             continue
         seen.add(module)
         had_torch = "torch" in sys.modules
-        importing.append(module)
-        try:
-            importlib.import_module(module)
-            failure = None
-        except BaseException as error:  # noqa: BLE001 - anything an import raises is what vLLM would log
-            failure = error
+        failure = import_watched(module)
         if module in cuda_inits:
             tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
             report(
@@ -138,6 +133,16 @@ def probe_imports(own: list[dict[str, str]]) -> None:
             )
 
 
+def import_watched(module: str) -> BaseException | None:
+    """Imports `module` with the CUDA watch told which module is being imported; what it raised, or None."""
+    importing.append(module)
+    try:
+        importlib.import_module(module)
+    except BaseException as error:  # noqa: BLE001 - anything an import raises is what vLLM would log
+        return error
+    return None
+
+
 def probe_extension_imports(extensions: list[str]) -> None:
     """Imports the module of each worker extension class ("module:Class") after the entry-point modules: vLLM
     imports it in every worker process, on every platform, before the worker picks its device. Only CUDA
@@ -146,12 +151,7 @@ def probe_extension_imports(extensions: list[str]) -> None:
         module = path.partition(":")[0]
         if module in sys.modules:
             continue  # an entry-point module: its import is reported above
-        importing.append(module)
-        try:
-            importlib.import_module(module)
-            failure = None
-        except BaseException as error:  # noqa: BLE001 - what the worker would raise
-            failure = error
+        failure = import_watched(module)
         if module in cuda_inits:
             tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
             report(
