@@ -21,7 +21,7 @@ from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.runner import diagnose_releases
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.vllm_facts import facts, linear_kernels, shipped_versions
+from vllm_scaffold.vllm_facts import endpoint_routes_replace_core, facts, linear_kernels, shipped_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = facts_docs.releases()
@@ -129,6 +129,58 @@ def test_every_fact_is_stated_somewhere_or_backs_a_doctor_code() -> None:
         code = re.search(r'code = "([a-z0-9-]+)"', block).group(1)  # type: ignore[union-attr]
         for key in re.findall(r"\{fact:([a-z0-9-]+)\}", block):
             assert code in facts.fact(key).backs, f"{code} states {key}: name it in the fact's `backs`"
+
+
+# The doctor codes whose verdict rests on no claim about how vLLM behaves, and why: every other code must be
+# backed by a fact (its `backs`), so a new code that states what vLLM does fails here until its fact exists.
+_PACKAGE = "about the package itself, whatever vLLM does"
+_INDEX = "compares the package with the release's index (names, signatures, sources): the evidence is the index"
+_OBSERVED = "reports what the live probe observed, not what vLLM is said to do"
+NO_VLLM_CLAIM = {
+    "syntax-error": _PACKAGE,
+    "no-modules-read": _PACKAGE,
+    "entry-points-unread": _PACKAGE,
+    "update-conflict-markers": _PACKAGE,
+    "vllm-not-installed": _PACKAGE,
+    "vllm-version-outside-range": _PACKAGE,
+    "vllm-range-invalid": _PACKAGE,
+    "vllm-hard-requirement": "about pip and the distributions' names, not vLLM's code",
+    "ray-worker-missing-plugin": _OBSERVED,
+    "vllm-import-missing": _INDEX,
+    "vllm-import-guarded": _INDEX,
+    "vllm-config-attribute-missing": _INDEX,
+    "vllm-attribute-missing": _INDEX,
+    "vllm-override-orphaned": _INDEX,
+    "vllm-override-not-yet": _INDEX,
+    "vllm-override-moved": _INDEX,
+    "vllm-super-missing": _INDEX,
+    "vllm-override-signature": _INDEX,
+    "vllm-call-signature": _INDEX,
+    "vllm-argument-type": _INDEX,
+    "vllm-dotted-path-missing": _INDEX,
+    "monkeypatch-call-signature": _INDEX,
+    "monkeypatch-target-missing": _INDEX,
+    "monkeypatch-signature-changed": _INDEX,
+    "patch-target-missing": _INDEX,
+    "patch-signature-changed": _INDEX,
+    "patch-source-changed": _INDEX,
+}
+
+
+def test_every_code_that_claims_vllm_behaviour_is_backed() -> None:
+    backed = {code for fact in facts.facts().values() for code in fact.backs}
+    assert set(NO_VLLM_CLAIM) <= set(codes.codes()), set(NO_VLLM_CLAIM) - set(codes.codes())
+    unbacked = [code for code in codes.codes() if code not in backed and code not in NO_VLLM_CLAIM]
+    assert not unbacked, f"codes stating vLLM behaviour without a fact in facts.toml naming them in `backs`: {unbacked}"
+    both = sorted(backed & set(NO_VLLM_CLAIM))
+    assert not both, f"backed by a fact, so not free of vLLM claims: {both}"
+
+
+def test_endpoint_route_gate_follows_the_fact() -> None:
+    """The release check reports a shadowed route exactly where the fact says vLLM's own route wins."""
+    for version in facts.fact("endpoint-route-order").releases:
+        replaces = "replaces vLLM's route" in facts.holding("endpoint-route-order", version).claim
+        assert endpoint_routes_replace_core(version) == replaces, version
 
 
 def test_catalog_and_codes_state_the_claims() -> None:

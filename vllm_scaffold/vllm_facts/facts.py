@@ -62,8 +62,8 @@ class Fact:
         return next((h for h in self.holds if version in h.releases), None)
 
     def text(self) -> str:
-        """The claim as a page or message states it: once when every release agrees, else per release."""
-        if len(self.holds) == 1:
+        """The claim as a page or message states it: once when every release states it alike, else per release."""
+        if len({h.claim for h in self.holds}) == 1:
             return self.holds[0].claim
         return " ".join(f"vLLM {_span(h.releases)}: {h.claim}" for h in self.holds)
 

@@ -219,8 +219,14 @@ class ReleaseIndex:
         return Symbol(kind, qualname, module=owner.module, name=f"{owner.name}.{rest[0]}")
 
     def abstract_methods(self, symbol: Symbol) -> set[str]:
-        """Methods left abstract on this class: declared abstract on it or a base, implemented by none before."""
-        order = self.mro(symbol)[0]
+        """Methods left abstract on this class: declared abstract on it or a base, implemented by none before.
+
+        Empty where `@abstractmethod` is not enforced: no class of a lineage the index knows completely derives
+        from `abc.ABC` or names a metaclass (vLLM's `ReasoningParser`, the fact `reasoning-parser-not-abc`)."""
+        order, complete = self.mro(symbol)
+        entries = [self.class_entry(cls) for cls in order]
+        if complete and not any("abc.ABC" in (e.get("b") or ()) or e.get("g") for e in entries):
+            return set()
         left: set[str] = set()
         for cls in reversed(order):
             entry = self.class_entry(cls)

@@ -16,6 +16,8 @@ Facts true on vLLM 0.31, 0.32 and 0.33 (read from `tool_parsers/abstract_tool_pa
   against the registered names; the engine core's structured-output manager imports the reasoning-parser
   plugin path again and looks the reasoning parser up by name when it is built (after the general plugins
   ran in that process), so a reasoning parser registered only in the API server fails the engine core.
+Each is written with its evidence in facts.toml (`parser-plugin-path-length`, `parser-registration-wins`,
+`reasoning-parser-engine-core-lookup`, `tool-parser-methods-not-abstract`), which tests/test_facts.py checks.
 """
 
 from __future__ import annotations

@@ -98,8 +98,8 @@ def attention(ctx: Context) -> list[Finding]:
                     warning(
                         "attention-kv-cache-shape",
                         module.where(stmt),
-                        f"{node.name}.get_kv_cache_shape is never called by vLLM 0.32: the KV cache layout is "
-                        "negotiated through KVCacheLayout",
+                        f"{node.name} defines get_kv_cache_shape. "
+                        + facts.fact("attention-kv-cache-shape-unused").text(),
                         "delete it; declare supported_kv_cache_layouts() and get_supported_kernel_block_sizes()",
                     )
                 )
@@ -165,7 +165,7 @@ def logits_argmax_masks(ctx: Context) -> list[Finding]:
                 module.where(claim),
                 f"{node.name}.is_argmax_invariant() returns True, but apply() changes the logits "
                 f"({module.where(change)}: {ast.unparse(change).splitlines()[0][:60]}) without keeping the highest "
-                "one: vLLM skips argmax-invariant processors for greedy requests, so they silently ignore it",
+                "one. " + facts.fact("argmax-invariant-skipped-greedy").text(),
                 "return False from is_argmax_invariant() (or keep the top logit, as min-p does)",
             )
         )
@@ -526,8 +526,8 @@ def schedulers(ctx: Context) -> list[Finding]:
                 warning(
                     "scheduler-not-async",
                     module.where(node),
-                    f"{node.name} subclasses Scheduler; vLLM turns async scheduling on by default for generative "
-                    "models, and with scheduler_cls set it still sizes the batch queue for it",
+                    f"{node.name} subclasses Scheduler and has no AsyncScheduler variant. "
+                    + facts.fact("async-scheduling-default").text(),
                     f"subclass {ASYNC_SCHEDULER} (or add class {node.name}Async({node.name}, AsyncScheduler) and "
                     "pick it when scheduler_config.async_scheduling is on), or run with --no-async-scheduling",
                 )
@@ -696,8 +696,9 @@ def general_plugin_side_effects(ctx: Context) -> list[Finding]:
         vllm_facts.GENERAL,
         "general-plugin-side-effects",
         all_kinds=False,
-        consequence="it runs in every vLLM process (front end, engine core, workers), so the change applies to "
-        "every model, and a patched vLLM or torch attribute breaks silently when that attribute is renamed",
+        consequence=facts.fact("general-plugins-every-process").text()
+        + " The change applies there to every model, and a patched vLLM or torch attribute breaks silently when "
+        "that attribute is renamed",
         fix="use vLLM's registration APIs; set environment in the launcher or the Platform class; if the patch "
         "is intended, mark it with # doctor: ignore[general-plugin-side-effects]",
     )

@@ -27,7 +27,7 @@ def entry_point_groups(ctx: Context) -> list[Finding]:
                     "ep-unknown-group",
                     ep.where,
                     f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
-                    f"did you mean '{close[0]}'? vLLM 0.32 reads {', '.join(vllm_facts.GROUPS)}",
+                    f"did you mean '{close[0]}'? vLLM reads {', '.join(vllm_facts.GROUPS)}",
                 )
             )
         elif ep.group.split(".")[0].lower() == "vllm":

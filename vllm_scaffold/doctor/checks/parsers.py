@@ -13,7 +13,8 @@ from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import Call, all_calls, classes, reached_modules
 from vllm_scaffold.doctor.report.findings import Finding, error, warning
-from vllm_scaffold.vllm_facts import parsers as facts
+from vllm_scaffold.vllm_facts import facts
+from vllm_scaffold.vllm_facts import parsers as parser_facts
 
 
 @dataclass(frozen=True)
@@ -27,20 +28,22 @@ class _Kind:
     in_tree: frozenset[str]
 
 
-_TOOL = _Kind("tool parser", "ToolParserManager", "ToolParser", "--tool-call-parser", facts.in_tree_tool_parsers())
+_TOOL = _Kind(
+    "tool parser", "ToolParserManager", "ToolParser", "--tool-call-parser", parser_facts.in_tree_tool_parsers()
+)
 _REASONING = _Kind(
     "reasoning parser",
     "ReasoningParserManager",
     "ReasoningParser",
     "--reasoning-parser",
-    facts.in_tree_reasoning_parsers(),
+    parser_facts.in_tree_reasoning_parsers(),
 )
 _KINDS = (_TOOL, _REASONING)
 
 
 def _registrations(ctx: Context) -> Iterator[tuple[_Kind, Call]]:
     """Each `XParserManager.register_module(...)` / `register_lazy_module(...)` call or decorator."""
-    for call in all_calls(ctx.package, frozenset(facts.REGISTRATION_METHODS)):
+    for call in all_calls(ctx.package, frozenset(parser_facts.REGISTRATION_METHODS)):
         owner = (call.receiver or "").rpartition(".")[2]
         for kind in _KINDS:
             if owner == kind.manager:
@@ -102,8 +105,8 @@ def reasoning_parser_server_only(ctx: Context) -> list[Finding]:
                 "reasoning-parser-server-only",
                 call.where,
                 f"{call.api}() runs in {call.module.name}, which only the {loaders[0].group} entry point "
-                f"'{loaders[0].name}' reaches: the API server accepts --reasoning-parser, but the engine core's "
-                "structured-output manager looks the name up too and fails at start-up with KeyError",
+                f"'{loaders[0].name}' reaches: the API server accepts --reasoning-parser, but the engine core "
+                "does not. " + facts.fact("reasoning-parser-engine-core-lookup").text(),
                 "call the registration from the package's general plugin (vllm.general_plugins), which vLLM runs "
                 "in the API server and in the engine core",
             )
@@ -119,7 +122,7 @@ _PLUGIN_KEYWORDS = {
 
 def _short_plugin_paths(module: Module) -> Iterator[tuple[ast.AST, str, str]]:
     """(node, flag, value) for each plugin path of at most three characters the module passes."""
-    limit = facts.PLUGIN_PATH_MIN_LENGTH - 1
+    limit = parser_facts.PLUGIN_PATH_MIN_LENGTH - 1
     for node in module.of_type(ast.Call, ast.List, ast.Tuple, ast.Constant):
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
@@ -130,10 +133,10 @@ def _short_plugin_paths(module: Module) -> Iterator[tuple[ast.AST, str, str]]:
         elif isinstance(node, (ast.List, ast.Tuple)):
             items = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in node.elts]
             for flag, value in zip(items, items[1:], strict=False):
-                if flag in facts.PLUGIN_PATH_FLAGS and value is not None and 0 < len(value) <= limit:
+                if flag in parser_facts.PLUGIN_PATH_FLAGS and value is not None and 0 < len(value) <= limit:
                     yield node, flag, value
         elif isinstance(node.value, str):
-            for flag in facts.PLUGIN_PATH_FLAGS:
+            for flag in parser_facts.PLUGIN_PATH_FLAGS:
                 prefix = f"{flag}="
                 if node.value.startswith(prefix) and 0 < len(node.value) - len(prefix) <= limit:
                     yield node, flag, node.value[len(prefix) :]
@@ -148,9 +151,9 @@ def parser_plugin_path_too_short(ctx: Context) -> list[Finding]:
                 error(
                     "parser-plugin-path-too-short",
                     module.where(node),
-                    f"{flag} {value!r} has {len(value)} characters: vLLM imports the path only when it is longer "
-                    "than three, so this one is ignored without a word and the parser it should register is "
-                    "never found",
+                    f"{flag} {value!r} has {len(value)} characters. "
+                    + facts.fact("parser-plugin-path-length").text()
+                    + " The parser it should register is never found",
                     "give the module's full dotted name or the file's path, or register the parser from the "
                     "general plugin and drop the flag",
                 )
@@ -197,9 +200,9 @@ def tool_parser_methods(ctx: Context) -> list[Finding]:
                 warning(
                     "tool-parser-method-missing",
                     module.where(node),
-                    f"{node.name} derives from ToolParser but does not define {', '.join(missing)}: the base "
-                    "class's version raises NotImplementedError, so the first request that needs it fails, not "
-                    "the server's start-up",
+                    f"{node.name} derives from ToolParser but does not define {', '.join(missing)}. "
+                    + facts.fact("tool-parser-methods-not-abstract").text()
+                    + " The first request that needs it fails, not the server's start-up",
                     "implement both extract_tool_calls (whole replies) and extract_tool_calls_streaming "
                     "(streamed ones) with the release's signatures",
                 )

@@ -86,9 +86,9 @@ class _TorchWatch(importlib.abc.MetaPathFinder):
 
 @functools.cache
 def vllm_imports_torch() -> bool:
-    """Whether `import vllm` alone imports torch (it does in 0.32): then every vLLM process has torch before
-    any plugin loads, and a plugin importing it costs nothing more. Asked in a fresh interpreter, since this
-    one has already imported the plugin."""
+    """Whether `import vllm` alone imports torch (the fact `import-vllm-imports-torch`): then every vLLM
+    process has torch before any plugin loads, and a plugin importing it costs nothing more. Asked in a fresh
+    interpreter, since this one has already imported the plugin."""
     code = "import sys, vllm; print('torch' in sys.modules)"
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     return completed.stdout.strip().endswith("True")
@@ -374,8 +374,7 @@ def check_argmax_claim(ep: dict[str, str], cls) -> None:
                 "logits-argmax-claim",
                 where(ep),
                 f"{cls.__name__}.is_argmax_invariant() returns True but apply() changed the argmax of {changed} of "
-                f"{len(batch)} rows of random logits{sent}: vLLM skips argmax-invariant processors for greedy "
-                "batches, so greedy requests silently ignore it",
+                f"{len(batch)} rows of random logits{sent}. " + facts.fact("argmax-invariant-skipped-greedy").text(),
                 "return False from is_argmax_invariant() (it is read once, when the processor is built)",
             )
             return

@@ -26,7 +26,7 @@ from vllm_scaffold.doctor.releases.patches import check_patches
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
-from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
+from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol, facts
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
 _DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
@@ -370,9 +370,8 @@ class ReleaseCheck:
                     self.report(
                         "vllm-endpoint-route-shadowed",
                         Place(module, node, None),
-                        f"{route} is also a route of {self.release}'s own server, which attaches endpoint plugins "
-                        "after its own routes and serves the first match: this route is never reached "
-                        "(from vLLM 0.32 the plugin's route replaces vLLM's)",
+                        f"{route} is also a route of {self.release}'s own server. "
+                        + facts.fact("endpoint-route-order").text(),
                         "serve it under a path of the plugin's own, or declare a vLLM range from 0.32.0",
                     )
 
