@@ -222,7 +222,8 @@ def in_tree_ms(name: str, tensors: dict[str, torch.Tensor], query_len: int) -> f
     """Time of an in-tree backend's kernel that accepted the shape, or why it was not measured."""
     call = KERNEL_CALLS.get(name)
     if call is None:
-        return "accepts this shape; no kernel-level call here: compare it end to end (vllm bench latency)"
+        # validate_configuration does not ask the platform: a ROCm-only backend may accept the shape too.
+        return "accepts the shape (validate_configuration); no kernel call here: compare with vllm bench"
     try:
         return cuda_ms(call(tensors, query_len))
     except Exception as error:  # a vLLM whose kernel takes other arguments, or that lacks it
