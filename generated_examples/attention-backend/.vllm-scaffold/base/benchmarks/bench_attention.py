@@ -4,9 +4,9 @@ Run by hand (`python benchmarks/bench_attention.py`); no vLLM process loads it. 
 bfloat16 and the shapes below, decode attention bandwidth (GB/s of KV cache read, and the share of the
 device's peak from a table of known GPUs) and causal prefill TFLOP/s (and its share of the peak), from the
 bytes and FLOPs `kernels.traffic` states, next to torch's scaled_dot_product_attention on contiguous
-tensors and every attention backend of the installed vLLM, all measured in this run. The backends come from
-vLLM's registry (AttentionBackendEnum) at run time: one that does not import, or whose
-`validate_configuration` refuses the shape on this GPU, is listed with the reason; TRITON_ATTN and
+tensors and every attention backend the installed vLLM's platform selects from (members of
+AttentionBackendEnum, asked at run time), all measured in this run. A backend that does not import, or
+whose `validate_configuration` refuses the shape on this GPU, is listed with the reason; TRITON_ATTN and
 FLASH_ATTN are timed through their kernels on the same paged cache; any other backend that accepts the
 shape is listed as such, to be compared end to end (`vllm bench latency`, docs/attention.md). Without
 CUDA it times the kernels under TRITON_INTERPRET=1 on a tiny shape: those numbers only show that the
@@ -192,29 +192,25 @@ KERNEL_CALLS: dict[str, Callable[[dict[str, torch.Tensor], int], Callable[[], ob
 }
 
 
-def in_tree_backends(head_size: int, dtype: torch.dtype) -> dict[str, str | None]:
-    """Each attention backend of vLLM's registry: None if it accepts this shape on this GPU, else why not."""
+def in_tree_backends(num_heads: int, head_size: int, dtype: torch.dtype) -> dict[str, str | None]:
+    """Each attention backend the installed vLLM's platform chooses from for this shape, in its order of
+    preference: None if it accepts the shape on this GPU, else why not (it does not import, or its
+    `validate_configuration` refuses). The same answer vLLM's own backend selection works from."""
     try:
-        from vllm.platforms.interface import DeviceCapability
-        from vllm.v1.attention.backend import AttentionType
-        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+        from vllm.platforms import current_platform
+        from vllm.v1.attention.selector import AttentionSelectorConfig
     except Exception as error:  # vLLM absent
-        return {"backends": f"not measured (vLLM for CUDA not installed: {type(error).__name__}: {error})"}
-    capability = DeviceCapability(*torch.cuda.get_device_capability())
-    found: dict[str, str | None] = {}
-    for member in AttentionBackendEnum:
-        if member.name in ("CUSTOM", "CUSTOM"):
-            continue  # placeholders for plugins, this one included
-        try:
-            problems = member.get_class().validate_configuration(
-                head_size=head_size, dtype=dtype, kv_cache_dtype="auto", block_size=BLOCK_SIZE, use_mla=False,
-                has_sink=False, use_sparse=False, use_mm_prefix=False, use_per_head_quant_scales=False,
-                device_capability=capability, attn_type=AttentionType.DECODER,
-            )  # fmt: skip
-        except Exception as error:  # a backend whose kernels this build or GPU lacks
-            found[member.name] = f"not available ({type(error).__name__}: {error})"
-            continue
-        found[member.name] = f"refuses this shape: {'; '.join(problems)}" if problems else None
+        return {"backends": f"not measured ({type(error).__name__}: {error})"}
+    platform = type(current_platform)
+    if not hasattr(platform, "get_valid_backends"):  # a vLLM build for CPU, say
+        return {"backends": f"not measured (vLLM's {platform.__name__} selects among no attention backends)"}
+    config = AttentionSelectorConfig(
+        head_size=head_size, dtype=dtype, kv_cache_dtype="auto", block_size=BLOCK_SIZE
+    )
+    capability = current_platform.get_device_capability()
+    valid, invalid = current_platform.get_valid_backends(capability, config, num_heads=num_heads)
+    found: dict[str, str | None] = {candidate.backend.name: None for candidate in valid}
+    found.update({backend.name: f"unavailable: {'; '.join(why)}" for backend, (_, why) in invalid.items()})
     return found
 
 
@@ -222,8 +218,7 @@ def in_tree_ms(name: str, tensors: dict[str, torch.Tensor], query_len: int) -> f
     """Time of an in-tree backend's kernel that accepted the shape, or why it was not measured."""
     call = KERNEL_CALLS.get(name)
     if call is None:
-        # validate_configuration does not ask the platform: a ROCm-only backend may accept the shape too.
-        return "accepts the shape (validate_configuration); no kernel call here: compare with vllm bench"
+        return "accepts this shape; no kernel-level call here: compare it end to end (vllm bench latency)"
     try:
         return cuda_ms(call(tensors, query_len))
     except Exception as error:  # a vLLM whose kernel takes other arguments, or that lacks it
@@ -250,7 +245,7 @@ def bench_cuda() -> None:
     peak_text = f"peak {peak.gbps:.0f} GB/s, {peak.fp16_tflops:.0f} TFLOP/s" if peak else "unknown GPU"
     print(f"device: {device} ({peak_text}), dtype bfloat16, block size {BLOCK_SIZE}")
     # DECODE and PREFILL share the head shape: one registry pass answers for both.
-    backends = in_tree_backends(DECODE["head_size"], dtype)
+    backends = in_tree_backends(DECODE["num_heads"], DECODE["head_size"], dtype)
     for label, shape, query_len in (("decode", DECODE, 1), ("prefill", PREFILL, PREFILL["context"])):
         tensors = paged_batch(query_len=query_len, dtype=dtype, device="cuda", **shape)
         traffic = kernels.traffic(query_len=query_len, dtype=dtype, **shape)
