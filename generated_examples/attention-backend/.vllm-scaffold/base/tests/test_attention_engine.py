@@ -193,7 +193,7 @@ def test_cuda_engine_selected_by_name_matches_flash_attn(tiny_llama: Path, make_
 
 
 # The CUDA-graph mode the declared support (NEVER) runs under: vLLM's piecewise graphs, which leave
-# attention out of the capture (full graphs are refused for a backend that declares NEVER).
+# attention out of the capture (vLLM downgrades or refuses full graphs for a backend that declares NEVER).
 CUDAGRAPH_MODE = "PIECEWISE"
 
 
