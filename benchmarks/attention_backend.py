@@ -3,8 +3,8 @@
 `python benchmarks/attention_backend.py` runs `generated_examples/attention-backend/benchmarks/
 bench_attention.py`, the script every generated attention backend ships: on CUDA, decode bandwidth (batch
 64, context 4096, 32 query heads, 8 KV heads, head size 128, bfloat16) and prefill TFLOP/s next to
-scaled_dot_product_attention and, when vLLM for CUDA is installed, vLLM's TRITON_ATTN kernel; on CPU,
-Triton-interpreter timings that only show the kernels run.
+scaled_dot_product_attention and the attention backends vLLM's platform selects from (TRITON_ATTN and
+FLASH_ATTN timed at kernel level); on CPU, Triton-interpreter timings that only show the kernels run.
 """
 
 from __future__ import annotations

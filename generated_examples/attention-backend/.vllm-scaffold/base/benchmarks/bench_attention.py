@@ -4,10 +4,14 @@ Run by hand (`python benchmarks/bench_attention.py`); no vLLM process loads it. 
 bfloat16 and the shapes below, decode attention bandwidth (GB/s of KV cache read, and the share of the
 device's peak from a table of known GPUs) and causal prefill TFLOP/s (and its share of the peak), from the
 bytes and FLOPs `kernels.traffic` states, next to torch's scaled_dot_product_attention on contiguous
-tensors and, when vLLM for CUDA is installed, vLLM's own TRITON_ATTN kernel on the same paged cache, all
-measured in this run. Without CUDA it times the kernels under TRITON_INTERPRET=1 on a tiny shape: those
-numbers only show that the kernels run, not how fast they are; it then prints the time the CUDA shapes would
-take at an H200's peak, a roofline model from `kernels.traffic`, not a measurement.
+tensors and every attention backend the installed vLLM's platform selects from (members of
+AttentionBackendEnum, asked at run time), all measured in this run. A backend that does not import, or
+whose `validate_configuration` refuses the shape on this GPU, is listed with the reason; TRITON_ATTN and
+FLASH_ATTN are timed through their kernels on the same paged cache; any other backend that accepts the
+shape is listed as such, to be compared end to end (`vllm bench latency`, docs/attention.md). Without
+CUDA it times the kernels under TRITON_INTERPRET=1 on a tiny shape: those numbers only show that the
+kernels run, not how fast they are; it then prints the time the CUDA shapes would take at an H200's peak, a
+roofline model from `kernels.traffic`, not a measurement.
 """
 
 from __future__ import annotations
@@ -144,38 +148,87 @@ def sdpa(
     return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=query_len > 1, enable_gqa=True)
 
 
-def vllm_triton_attn(tensors: dict[str, torch.Tensor], query_len: int) -> Callable[[], object] | str:
-    """vLLM's TRITON_ATTN kernel on the same cache, or why it cannot run here."""
-    try:
-        from vllm.v1.attention.ops.triton_unified_attention import unified_attention
-    except Exception as error:  # vLLM absent, or a build without CUDA kernels
-        return f"not measured ({type(error).__name__}: {error})"
+def token_major(tensors: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same keys and values as [blocks, block_size, kv_heads, head] views, the layout vLLM's kernels
+    read."""
     head_size = tensors["query"].shape[-1]
-    token_major = tensors["kv_cache"].transpose(1, 2)  # [blocks, block_size, kv_heads, 2 * head]
+    cache = tensors["kv_cache"].transpose(1, 2)
+    return cache[..., :head_size], cache[..., head_size:]
+
+
+def vllm_triton_attn(tensors: dict[str, torch.Tensor], query_len: int) -> Callable[[], object]:
+    """vLLM's TRITON_ATTN kernel on the same cache."""
+    from vllm.v1.attention.ops.triton_unified_attention import unified_attention
+
+    keys, values = token_major(tensors)
     output = torch.empty_like(tensors["query"])
-    context = int(tensors["seq_lens"].max())
     return lambda: unified_attention(
-        q=tensors["query"], k=token_major[..., :head_size], v=token_major[..., head_size:], out=output,
-        cu_seqlens_q=tensors["query_start_loc"], max_seqlen_q=query_len, seqused_k=tensors["seq_lens"],
-        max_seqlen_k=context, softmax_scale=head_size**-0.5, causal=True, window_size=(-1, -1),
+        q=tensors["query"], k=keys, v=values, out=output, cu_seqlens_q=tensors["query_start_loc"],
+        max_seqlen_q=query_len, seqused_k=tensors["seq_lens"], max_seqlen_k=int(tensors["seq_lens"].max()),
+        softmax_scale=tensors["query"].shape[-1] ** -0.5, causal=True, window_size=(-1, -1),
         block_table=tensors["block_table"], softcap=0, q_descale=None, k_descale=None, v_descale=None,
     )  # fmt: skip
+
+
+def vllm_flash_attn(tensors: dict[str, torch.Tensor], query_len: int) -> Callable[[], object]:
+    """vLLM's FLASH_ATTN kernel (its vllm_flash_attn build, the version vLLM picks) on the same cache."""
+    from vllm.v1.attention.backends.fa_utils import flash_attn_varlen_func, get_flash_attn_version
+
+    keys, values = token_major(tensors)
+    output = torch.empty_like(tensors["query"])
+    head_size = tensors["query"].shape[-1]
+    return lambda: flash_attn_varlen_func(
+        q=tensors["query"], k=keys, v=values, out=output, cu_seqlens_q=tensors["query_start_loc"],
+        max_seqlen_q=query_len, seqused_k=tensors["seq_lens"], max_seqlen_k=int(tensors["seq_lens"].max()),
+        softmax_scale=head_size**-0.5, causal=True, block_table=tensors["block_table"],
+        fa_version=get_flash_attn_version(head_size=head_size),
+    )  # fmt: skip
+
+
+# The in-tree backends this benchmark calls at kernel level; their signatures are vLLM's, not ours to keep.
+KERNEL_CALLS: dict[str, Callable[[dict[str, torch.Tensor], int], Callable[[], object]]] = {
+    "TRITON_ATTN": vllm_triton_attn,
+    "FLASH_ATTN": vllm_flash_attn,
+}
+
+
+def in_tree_backends(num_heads: int, head_size: int, dtype: torch.dtype) -> dict[str, str | None]:
+    """Each attention backend the installed vLLM's platform chooses from for this shape, in its order of
+    preference: None if it accepts the shape on this GPU, else why not (it does not import, or its
+    `validate_configuration` refuses). The same answer vLLM's own backend selection works from."""
+    try:
+        from vllm.platforms import current_platform
+        from vllm.v1.attention.selector import AttentionSelectorConfig
+    except Exception as error:  # vLLM absent
+        return {"backends": f"not measured ({type(error).__name__}: {error})"}
+    platform = type(current_platform)
+    if not hasattr(platform, "get_valid_backends"):  # a vLLM build for CPU, say
+        return {"backends": f"not measured (vLLM's {platform.__name__} selects among no attention backends)"}
+    config = AttentionSelectorConfig(
+        head_size=head_size, dtype=dtype, kv_cache_dtype="auto", block_size=BLOCK_SIZE
+    )
+    capability = current_platform.get_device_capability()
+    valid, invalid = current_platform.get_valid_backends(capability, config, num_heads=num_heads)
+    found: dict[str, str | None] = {candidate.backend.name: None for candidate in valid}
+    found.update({backend.name: f"unavailable: {'; '.join(why)}" for backend, (_, why) in invalid.items()})
+    return found
+
+
+def in_tree_ms(name: str, tensors: dict[str, torch.Tensor], query_len: int) -> float | str:
+    """Time of an in-tree backend's kernel that accepted the shape, or why it was not measured."""
+    call = KERNEL_CALLS.get(name)
+    if call is None:
+        return "accepts this shape; no kernel-level call here: compare it end to end (vllm bench latency)"
+    try:
+        return cuda_ms(call(tensors, query_len))
+    except Exception as error:  # a vLLM whose kernel takes other arguments, or that lacks it
+        return f"not measured ({type(error).__name__}: {error})"
 
 
 def cuda_ms(fn: Callable[[], object], repeats: int = 20) -> float:
     import triton.testing
 
     return float(triton.testing.do_bench(fn, warmup=5, rep=repeats * 5))
-
-
-def vllm_ms(run: Callable[[], object] | str) -> float | str:
-    """Time of vLLM's kernel, or why it was not measured (its signature is vLLM's, not ours to keep)."""
-    if isinstance(run, str):
-        return run
-    try:
-        return cuda_ms(run)
-    except Exception as error:  # a vLLM whose unified_attention takes other arguments
-        return f"not measured ({type(error).__name__}: {error})"
 
 
 def report(label: str, ms: float | str, traffic: tuple[int, int], peak: Peak | None) -> None:
@@ -191,23 +244,17 @@ def bench_cuda() -> None:
     peak = device_peak(device)
     peak_text = f"peak {peak.gbps:.0f} GB/s, {peak.fp16_tflops:.0f} TFLOP/s" if peak else "unknown GPU"
     print(f"device: {device} ({peak_text}), dtype bfloat16, block size {BLOCK_SIZE}")
-
-    shape = DECODE
-    tensors = paged_batch(query_len=1, dtype=dtype, device="cuda", **shape)
-    traffic = kernels.traffic(query_len=1, dtype=dtype, **shape)
-    print(f"decode: {shape}")
-    report("CUSTOM (Triton)", cuda_ms(ours(tensors, 1)), traffic, peak)
-    report("scaled_dot_product_attention", cuda_ms(sdpa(query_len=1, dtype=dtype, **shape)), traffic, peak)
-    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, 1)), traffic, peak)
-
-    shape = PREFILL
-    tensors = paged_batch(query_len=shape["context"], dtype=dtype, device="cuda", **shape)
-    traffic = kernels.traffic(query_len=shape["context"], dtype=dtype, **shape)
-    print(f"prefill: {shape}, causal")
-    report("CUSTOM (Triton)", cuda_ms(ours(tensors, shape["context"])), traffic, peak)
-    report("scaled_dot_product_attention", cuda_ms(sdpa(query_len=shape["context"], dtype=dtype, **shape)),
-           traffic, peak)  # fmt: skip
-    report("vLLM TRITON_ATTN", vllm_ms(vllm_triton_attn(tensors, shape["context"])), traffic, peak)
+    # DECODE and PREFILL share the head shape: one registry pass answers for both.
+    backends = in_tree_backends(DECODE["num_heads"], DECODE["head_size"], dtype)
+    for label, shape, query_len in (("decode", DECODE, 1), ("prefill", PREFILL, PREFILL["context"])):
+        tensors = paged_batch(query_len=query_len, dtype=dtype, device="cuda", **shape)
+        traffic = kernels.traffic(query_len=query_len, dtype=dtype, **shape)
+        print(f"{label}: {shape}" + (", causal" if query_len > 1 else ""))
+        report("CUSTOM (Triton)", cuda_ms(ours(tensors, query_len)), traffic, peak)
+        sdpa_ms = cuda_ms(sdpa(query_len=query_len, dtype=dtype, **shape))
+        report("scaled_dot_product_attention", sdpa_ms, traffic, peak)
+        for name, reason in backends.items():
+            report(f"vLLM {name}", reason or in_tree_ms(name, tensors, query_len), traffic, peak)
 
 
 def bench_interpreter() -> None:

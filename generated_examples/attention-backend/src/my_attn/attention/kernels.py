@@ -157,6 +157,25 @@ def _paged_attention_kernel(
     request; only then may NUM_SPLITS exceed 1, and each program writes its unnormalised partial result for
     `_merge_splits_kernel` instead of the output. DECODES_ONLY / SKIP_DECODES pick the requests a launch
     serves (single-token ones / all others; neither: all).
+
+    Occupancy of the prefill launch (BLOCK_Q 16, 4 warps, TILE 32), the price of reading each key/value tile
+    once for BLOCK_Q * GROUP_PAD query rows: at GQA-4 and head size 128 (16-bit) a program keeps a 64 x 128
+    float32 accumulator, the 64 x 128 query tile and 64 x TILE scores in registers. ptxas figures (the test
+    harness's `vllm_scaffold_testing.cuda_report`, no spill in any of them unless stated), as registers per
+    thread / occupancy on sm_80 and sm_90:
+
+    | prefill configuration          | sm_80     | sm_90     | cost                                   |
+    | ---                            | ---       | ---       | ---                                    |
+    | BLOCK_Q 16, 4 warps, TILE 32   | 184 / 12% | 147 / 19% | (this one)                             |
+    | BLOCK_Q 16, 8 warps, TILE 32   | 128 / 25% | 100 / 25% | spills 8 bytes per thread on sm_80     |
+    | BLOCK_Q 8, 4 warps, TILE 32    | 138 / 19% | 135 / 19% | reads the cache twice as often         |
+    | BLOCK_Q 16, 4 warps, TILE 16   | 185 / 12% | 127 / 25% | twice the loop trips, narrower tl.dot  |
+    | BLOCK_Q 8, 4 warps, TILE 16    | 120 / 25% | 117 / 25% | both costs                             |
+
+    None of them passes 25 %: the accumulator alone takes 64 registers per thread at four warps. Higher
+    occupancy is bought with more cache reads, more loop trips or spills, and none of these figures is a
+    GPU measurement: run the benchmark (benchmarks/) on the target GPU before changing BLOCK_Q, TILE_N or
+    num_warps.
     """
     request = tl.program_id(0)
     q_block = tl.program_id(1) // NUM_SPLITS
@@ -414,13 +433,7 @@ def paged_attention(
             SKIP_DECODES=num_decodes > 0,
             # float32 tiles multiply exactly on the FMA units ("ieee"), which hold the whole 64 x 128 GQA
             # tile in registers: four warps need over 255 registers per thread and spill kilobytes of them.
-            # The trade at 16-bit (vllm_scaffold_testing.cuda_report, sm_90, GQA-4 at head size 128): the
-            # 64-row tile (BLOCK_Q 16 x GROUP_PAD 4) keeps its 64 x 128 float32 accumulator, the query tile
-            # and the 64 x TILE_N scores in registers, 147 per thread with no spill and 48.1 KiB of shared
-            # memory: three blocks of four warps fit an SM's 64K registers, 19 % occupancy. That is the price
-            # of reading each key/value tile once for 64 query rows; a smaller BLOCK_Q raises occupancy and
-            # reads the cache proportionally more often per query token. Not measured on a GPU: benchmark
-            # both (benchmarks/) before changing it.
+            # At 16 bits four warps: the register and occupancy trade is in the kernel's docstring.
             num_warps=8 if dtype == tl.float32 else 4,
         )
     return output
@@ -451,9 +464,11 @@ def traffic(
 
 def cuda_launch_configs() -> Iterator[tuple[str, torch.dtype, Callable[[], object]]]:
     """Each dtype x head shape as calls of the host code on shape-only ("meta") tensors (case, dtype, call): a
-    cache write, a mixed batch (prefill and single-program decode) and a split decode batch. The test
+    cache write, a mixed batch (prefill and single-program decode), a split decode batch and a uniform batch
+    of four-token queries (no decode: the prefill launch serves every request). The test
     harness records the launches each call makes and compiles them for real GPUs."""
-    batches = (("prefill + decode", [64, 1], 1), ("split decode", [1, 1], 4))
+    # The last two are the batches CUDA graphs capture (uniform decodes, uniform spec-decode verification).
+    batches = (("prefill + decode", [64, 1], 1), ("split decode", [1, 1], 4), ("uniform batch", [4, 4], 1))
     for dtype in (torch.float16, torch.bfloat16, torch.float32):
         for num_heads, num_kv_heads, head_size in CUDA_HEAD_SHAPES:
             shape = f"{num_heads}/{num_kv_heads} heads of {head_size}"
