@@ -102,7 +102,14 @@ def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run
         "Questions about the scheduler component my_sched", questions("scheduler")["priority_key"]["help"]
     )
     terminal.answer("urgency!")
-    terminal.wait_for("priority_key must be an identifier")
+    # The question is asked again holding the refused answer; keys sent before it is drawn would be lost.
+    terminal.wait_until(
+        lambda lines: (
+            any("priority_key must be an identifier" in line for line in lines)
+            and [line.strip() for line in lines if line.strip()][-1] == "priority_key: urgency!"
+        ),
+        "priority_key asked again with the refused answer",
+    )
     terminal.answer("urgency")
     terminal.wait_for("max_wait_s:")
     terminal.answer("2.5")

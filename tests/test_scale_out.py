@@ -103,3 +103,11 @@ def test_a_separately_started_cluster_leaves_no_process_behind() -> None:
     finally:
         cluster.stop()
     assert scale_out.ray_processes(cluster.temp_dir) == []
+
+
+def test_the_ports_a_cluster_takes_are_distinct() -> None:
+    from vllm_scaffold_testing.scale_out import free_ports
+
+    for _ in range(50):
+        ports = free_ports(4)
+        assert len(set(ports)) == 4, ports

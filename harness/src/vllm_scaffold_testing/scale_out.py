@@ -254,10 +254,14 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free on 127.0.0.1 now. The probe sockets stay bound until all are picked: ports
+    probed one at a time can come back equal, which makes `ray start` refuse its own port set."""
+    with contextlib.ExitStack() as stack:
+        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 class RayCluster:
@@ -271,15 +275,16 @@ class RayCluster:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.env = dict(env)
         self.temp_dir = new_ray_temp_dir()
-        self.address = f"127.0.0.1:{_free_port()}"
+        gcs, client, dashboard, agent = free_ports(4)
+        self.address = f"127.0.0.1:{gcs}"
         # `ray start` turns on token authentication; a token of its own keeps ~/.ray/auth_token out of it.
         self.client_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
         bounds = RAY_CLUSTER_BOUNDS
         command = [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "start", "--head"]
         command += ["--node-ip-address", "127.0.0.1", "--port", self.address.rsplit(":", 1)[1]]
         # Ports Ray would otherwise take at fixed numbers, which a second cluster on the machine also wants.
-        for option in ("--ray-client-server-port", "--dashboard-port", "--dashboard-agent-listen-port"):
-            command += [option, str(_free_port())]
+        command += ["--ray-client-server-port", str(client), "--dashboard-port", str(dashboard)]
+        command += ["--dashboard-agent-listen-port", str(agent)]
         command += ["--num-cpus", str(bounds["num_cpus"]), "--num-gpus", str(bounds["num_gpus"])]
         command += ["--include-dashboard", "false", "--object-store-memory", str(bounds["object_store_memory"])]
         command += ["--temp-dir", str(self.temp_dir), "--disable-usage-stats"]
