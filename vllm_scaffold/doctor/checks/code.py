@@ -747,11 +747,8 @@ def vllm_imports(ctx: Context) -> list[Finding]:
     for module in ctx.package.parsed():
         dead: set[int] | None = None
         for node in module.of_type(ast.Import, ast.ImportFrom):
-            if isinstance(node, ast.Import):
-                targets = [(alias.name, None) for alias in node.names]
-            elif not node.level:  # type: ignore[attr-defined]
-                targets = [(resolve_relative(module, node), alias.name) for alias in node.names]  # type: ignore[arg-type, attr-defined]
-            else:
+            targets = _import_targets(module, node)
+            if targets is None:
                 continue
             absent_names = [m for source, name in targets if (m := _missing_vllm_name(source, name)) is not None]
             if absent_names:
@@ -797,14 +794,20 @@ def fails_to_import(module: Module) -> bool:
         module.memo["fails_to_import"] = module.tree is not None and any(
             _missing_vllm_name(source, name) is not None
             for node in module.tree.body
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
-            for source, name in (
-                [(alias.name, None) for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [(resolve_relative(module, node), alias.name) for alias in node.names]
-            )
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for source, name in _import_targets(module, node) or []
         )
     return bool(module.memo["fails_to_import"])
+
+
+def _import_targets(module: Module, node: ast.AST) -> list[tuple[str, str | None]] | None:
+    """(module, name) pairs an import statement asks for (name None for `import x`); None for a relative
+    import, which never names vllm."""
+    if isinstance(node, ast.Import):
+        return [(alias.name, None) for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        return [(resolve_relative(module, node), alias.name) for alias in node.names]
+    return None
 
 
 def _missing_vllm_name(source: str, name: str | None) -> str | None:

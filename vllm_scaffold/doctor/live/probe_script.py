@@ -105,13 +105,11 @@ def probe_imports(own: list[dict[str, str]]) -> None:
         had_torch = "torch" in sys.modules
         failure = import_watched(module)
         if module in cuda_inits:
-            tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
-            report(
-                "error",
-                "import-cost-cuda",
+            report_cuda_init(
                 where(ep),
-                f"importing {module} initialises CUDA{tail}; the module is imported in every vLLM process, "
-                "before the engine picks devices",
+                module,
+                failure,
+                "The module is imported in every vLLM process, before the engine picks devices",
                 "touch torch.cuda only inside functions vLLM calls later (the kernel, the layer), never at import",
             )
         elif failure is not None:
@@ -131,6 +129,12 @@ def probe_imports(own: list[dict[str, str]]) -> None:
                 "vLLM process, including the front end",
                 "import torch and vLLM inside the functions that need them; keep the entry-point module light",
             )
+
+
+def report_cuda_init(place: str, module: str, failure: BaseException | None, why: str, fix: str) -> None:
+    """import-cost-cuda for a module whose import initialised CUDA (and what the import then raised here)."""
+    tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
+    report("error", "import-cost-cuda", place, f"importing {module} initialises CUDA{tail}. {why}", fix)
 
 
 def import_watched(module: str) -> BaseException | None:
@@ -153,12 +157,11 @@ def probe_extension_imports(extensions: list[str]) -> None:
             continue  # an entry-point module: its import is reported above
         failure = import_watched(module)
         if module in cuda_inits:
-            tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
-            report(
-                "error",
-                "import-cost-cuda",
+            report_cuda_init(
                 f"worker extension {path.replace(':', '.')}",
-                f"importing {module} initialises CUDA{tail}. {facts.fact('worker-extension-imported').text()}",
+                module,
+                failure,
+                facts.fact("worker-extension-imported").text(),
                 "touch torch.cuda only inside the extension's methods, which run on the worker once its device is set",
             )
 
