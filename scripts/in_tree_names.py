@@ -24,6 +24,7 @@ REGISTRIES: dict[str, str] = {
     "IN_TREE_ARCHITECTURES": "architectures",
     "IN_TREE_QUANTIZATION_METHODS": "quantization_methods",
     "IN_TREE_KV_CONNECTORS": "kv_connectors",
+    "IN_TREE_OFFLOADING_SPECS": "offloading_specs",
     "IN_TREE_ATTENTION_BACKENDS": "attention_backends",
 }
 

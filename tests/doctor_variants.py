@@ -1154,3 +1154,21 @@ CLEAN["worker-extension-own-names"] = Variant(
     }
 )
 CONTRASTS["worker-extension-own-names"] = ("ext.py", "def fx_report(", "def get_model(", "worker-extension-name-clash")
+
+
+# An offloading spec registered under a name of the plugin's own; the contrast takes vLLM's own spec name,
+# which the factory module registered when it was imported.
+CLEAN["offloading-spec-own-name"] = registers(
+    "offloading-spec-own-name",
+    """
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    OffloadingSpecFactory.register_spec("FxSpec", "{package}.spec", "FxSpec")
+    """,
+)
+CONTRASTS["offloading-spec-own-name"] = (
+    "plugin.py",
+    'register_spec("FxSpec"',
+    'register_spec("CPUOffloadingSpec"',
+    "offloading-spec-name-taken",
+)

@@ -39,6 +39,12 @@ def _kv_connectors() -> list[str]:
     return list(KVConnectorFactory._registry)
 
 
+def _offloading_specs() -> list[str]:
+    from vllm.v1.kv_offload.factory import OffloadingSpecFactory
+
+    return list(OffloadingSpecFactory._registry)
+
+
 def _attention_backends() -> list[str]:
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
@@ -50,6 +56,7 @@ RUNTIME: dict[str, Callable[[], list[str]]] = {
     "architectures": _architectures,
     "quantization_methods": _quantization_methods,
     "kv_connectors": _kv_connectors,
+    "offloading_specs": _offloading_specs,
     "attention_backends": _attention_backends,
 }
 

@@ -53,7 +53,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_code.in_tree_names_shadowed,
     checks_code.linear_kernel_kinds,
     checks_code.custom_ops,
-    checks_code.kv_connector_names,
+    checks_code.registered_names_taken,
     checks_code.schedulers,
     checks_code.platform_detectors,
     checks_code.general_plugin_side_effects,

@@ -35,7 +35,8 @@ def read_registries(modules: dict[str, dict], trees: dict[str, ast.Module]) -> d
             "attention_backends": _enum_members(trees, "AttentionBackendEnum"),
             "mamba_attention_backends": _enum_members(trees, "MambaAttentionBackendEnum"),
             "quantization_methods": _quantization_methods(trees),
-            "kv_connectors": _kv_connectors(trees),
+            "kv_connectors": _factory_names(trees, "KVConnectorFactory", "register_connector"),
+            "offloading_specs": _factory_names(trees, "OffloadingSpecFactory", "register_spec"),
             "architectures": _architectures(trees),
             "http_routes": _http_routes(trees),
         },
@@ -122,7 +123,8 @@ def _quantization_methods(trees: dict[str, ast.Module]) -> list[str]:
     return []
 
 
-def _kv_connectors(trees: dict[str, ast.Module]) -> list[str]:
+def _factory_names(trees: dict[str, ast.Module], factory: str, method: str) -> list[str]:
+    """The names a release registers itself with module-level `Factory.method("name", ...)` calls."""
     names: set[str] = set()
     for tree in trees.values():
         for node in tree.body:
@@ -130,9 +132,9 @@ def _kv_connectors(trees: dict[str, ast.Module]) -> list[str]:
             if (
                 isinstance(call, ast.Call)
                 and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "register_connector"
+                and call.func.attr == method
                 and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "KVConnectorFactory"
+                and call.func.value.id == factory
                 and call.args
                 and isinstance(call.args[0], ast.Constant)
             ):

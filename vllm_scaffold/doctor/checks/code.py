@@ -459,27 +459,43 @@ def _popped_registry_names(ctx: Context) -> set[str]:
     return names
 
 
-def kv_connector_names(ctx: Context) -> list[Finding]:
+# Factories whose `register_*` raises ValueError for a name already registered, and which register vLLM's own
+# names when their module is imported: the registering function, vLLM's names, the code, what the entry is,
+# and how to select the class without a name.
+_TAKEN = (
+    (
+        "register_connector",
+        vllm_facts.in_tree_kv_connectors,
+        "kv-connector-name-taken",
+        "connector",
+        "register under a new name, or select the class with kv_connector_module_path instead",
+    ),
+    (
+        "register_spec",
+        vllm_facts.in_tree_offloading_specs,
+        "offloading-spec-name-taken",
+        "offloading spec",
+        "register under a new name, or select the class with spec_module_path in kv_connector_extra_config",
+    ),
+)
+
+
+def registered_names_taken(ctx: Context) -> list[Finding]:
+    """A KV connector or offloading spec registered under a name vLLM registers itself: the factory raises."""
     if not ctx.vllm.present:
         return []
-    in_tree = vllm_facts.in_tree_kv_connectors() - _popped_registry_names(ctx)
+    popped = _popped_registry_names(ctx)
     findings = []
-    for call, name in _registered_names_in(ctx, "register_connector", "name", in_tree):
-        caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
-        outcome = (
-            "register_connector raises ValueError, which the plugin catches: vLLM's own connector keeps the name "
-            "and this one is never registered"
-            if caught
-            else "register_connector raises ValueError in every process"
-        )
-        findings.append(
-            error(
-                "kv-connector-name-taken",
-                call.where,
-                f"'{name}' is already registered in-tree: {outcome}",
-                "register under a new name, or select the class with kv_connector_module_path instead",
+    for registering, in_tree, code, what, fix in _TAKEN:
+        for call, name in _registered_names_in(ctx, registering, "name", in_tree() - popped):
+            caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
+            outcome = (
+                f"{registering} raises ValueError, which the plugin catches: vLLM's own {what} keeps the name "
+                "and this one is never registered"
+                if caught
+                else f"{registering} raises ValueError in every process that runs this registration"
             )
-        )
+            findings.append(error(code, call.where, f"'{name}' is already registered in-tree: {outcome}", fix))
     return findings
 
 

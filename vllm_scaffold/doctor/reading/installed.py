@@ -144,6 +144,10 @@ def in_tree_kv_connectors() -> frozenset[str]:
     return frozenset(facts().registry("kv_connectors"))
 
 
+def in_tree_offloading_specs() -> frozenset[str]:
+    return frozenset(facts().registry("offloading_specs"))
+
+
 def in_tree_attention_members() -> frozenset[str]:
     return frozenset(facts().registry("attention_backends")) | frozenset(facts().registry("mamba_attention_backends"))
 
