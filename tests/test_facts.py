@@ -283,3 +283,30 @@ def test_templates_take_the_claims() -> None:
     environment = jinja2.Environment(extensions=[VllmReleases])
     text = environment.from_string('{{ vllm_fact("endpoint-render-server-tasks") }}').render()
     assert text == facts.fact("endpoint-render-server-tasks").text()
+
+
+def _raw_catalog() -> dict[str, dict[str, object]]:
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent / "vllm_scaffold" / "catalog"
+    paths = [path for path in sorted(root.glob("*.toml")) if path.stem != "registries"]
+    return {path.stem: tomllib.loads(path.read_text()) for path in paths}
+
+
+def test_rendered_claim_fields_contain_the_facts_claim_text() -> None:
+    from vllm_scaffold.catalog import CLAIM_FIELDS
+
+    catalog = load_catalog()
+    checked = 0
+    for key, table in _raw_catalog().items():
+        for name in (*CLAIM_FIELDS, "pitfalls"):
+            raw = table.get(name)
+            raws = [raw] if isinstance(raw, str) else list(raw or [])  # type: ignore[arg-type]
+            rendered = getattr(catalog[key], name)
+            rendered = [rendered] if isinstance(rendered, str) else list(rendered)
+            for raw_line, line in zip(raws, rendered, strict=True):
+                for fact_key in re.findall(r"\{fact:([^}]+)\}", str(raw_line)):
+                    checked += 1
+                    assert "{fact:" not in line, (key, name)
+                    assert facts.fact(fact_key).text() in line, (key, name, fact_key)
+    assert checked > 0

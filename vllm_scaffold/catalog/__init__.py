@@ -117,6 +117,10 @@ class Seam:
 _LIST_FIELDS = {"selection", "pitfalls", "enable", "harness_extras", "covers", "record"}
 
 
+CLAIM_FIELDS = ("api", "process_family", "load_timing", "duplicate_policy", "selection")
+"""The fields of a seam that state how vLLM treats it; each may write `{fact:KEY}` as pitfalls do."""
+
+
 def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:
     known = set(Seam.__dataclass_fields__) - {"key", "entry_points"}
     values: dict[str, object] = {}
@@ -131,6 +135,12 @@ def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:
         values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
     if "pitfalls" in values:  # a pitfall may state a vLLM fact as {fact:KEY} (vllm_facts/facts.toml)
         values["pitfalls"] = tuple(expand(str(p)) for p in values["pitfalls"])  # type: ignore[union-attr]
+    for name in CLAIM_FIELDS:  # so may each field that says how vLLM treats the seam
+        value = values.get(name)
+        if isinstance(value, str):
+            values[name] = expand(value)
+        elif isinstance(value, tuple):
+            values[name] = tuple(expand(str(v)) for v in value)
     required = [f.name for f in fields(Seam) if f.default is MISSING and f.default_factory is MISSING]
     missing = [name for name in required if name != "key" and name not in values]
     if missing:
