@@ -213,3 +213,32 @@ def test_other_guards_are_planned_for(tmp_path: Path, guarded: str) -> None:
     report = diagnose(root, live=False, vllm_plugins=None)
     assert [f.code for f in report.findings] == ["vllm-import-guarded"], report.findings
     assert "fused_experts_fx does not exist" in report.findings[0].message
+
+
+FALLBACK = '''
+"""Uses the kernel where this vLLM puts it."""
+try:
+    from vllm.model_executor.layers.fused_moe import fused_experts_fx as experts
+except ImportError:
+    from {fallback} import fused_experts as experts
+
+
+def register() -> None:
+    pass
+'''
+
+
+def test_a_fallback_import_that_fails_too_is_one_error_and_no_info(tmp_path: Path) -> None:
+    plugin = FALLBACK.format(fallback="vllm.model_executor.layers.fused_moe_fx")
+    root = doctor_variants.write("fallback-fails", doctor_variants.Variant({"plugin.py": plugin}), tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    assert [f.code for f in report.findings] == ["vllm-import-missing"], report.findings
+    message = report.findings[0].message
+    assert "fused_moe_fx" in message and "fallback of the import at" in message and "plugin.py:3" in message
+
+
+def test_a_fallback_import_that_resolves_leaves_the_info(tmp_path: Path) -> None:
+    plugin = FALLBACK.format(fallback="vllm.model_executor.layers.fused_moe")
+    root = doctor_variants.write("fallback-resolves", doctor_variants.Variant({"plugin.py": plugin}), tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    assert [f.code for f in report.findings] == ["vllm-import-guarded"], report.findings

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
-from vllm_scaffold.doctor.reading.guards import GuardKind, dead_fallbacks, guards
+from vllm_scaffold.doctor.reading.guards import Guard, GuardKind, dead_fallbacks, guards
 from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module, PluginPackage
 from vllm_scaffold.doctor.reading.reach import reached_functions
 from vllm_scaffold.doctor.reading.source import (
@@ -762,6 +762,8 @@ def vllm_imports(ctx: Context) -> list[Finding]:
     findings = []
     for module in ctx.package.parsed():
         dead: set[int] | None = None
+        missing_at: dict[int, list[str]] = {}  # import node -> the names of it this vLLM lacks
+        guarded: list[tuple[ast.AST, list[str], Guard]] = []
         for node in module.of_type(ast.Import, ast.ImportFrom):
             targets = _import_targets(module, node)
             if targets is None:
@@ -775,30 +777,67 @@ def vllm_imports(ctx: Context) -> list[Finding]:
             guard = guards(module).get(id(node)) if absent_names else None
             if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
                 continue
+            if not absent_names:
+                continue
+            if guard is None:
+                missing_at[id(node)] = absent_names
+            else:
+                guarded.append((node, absent_names, guard))
+        fallbacks = _failing_fallbacks(module, missing_at)
+        for node, absent_names, guard in guarded:
+            if id(guard.node) in fallbacks:
+                continue  # its except branch fails too: the fallback's error says so, not an info saying it is fine
             for missing in absent_names:
+                findings.append(
+                    info(
+                        "vllm-import-guarded",
+                        module.where(node),
+                        f"{missing} does not exist in the installed vLLM {ctx.vllm.version}; the import is guarded "
+                        f"({guard.kind}), so on this vLLM {guard.consequence(module)}",
+                        "nothing to do if that is intended here; otherwise import it from where this vLLM defines it",
+                    )
+                )
+        tried = {id(fallback): attempt for attempt, fallback in fallbacks.values()}
+        for node in module.of_type(ast.Import, ast.ImportFrom):
+            for missing in missing_at.get(id(node), []):
                 absent = f"{missing} does not exist in the installed vLLM {ctx.vllm.version}"
-                if guard is None:
-                    findings.append(
-                        error(
-                            "vllm-import-missing",
-                            module.where(node),
-                            absent,
-                            "import it from where this vLLM defines it (search site-packages/vllm), or guard the "
-                            "import for the versions that have it",
-                        )
+                if id(node) in tried:
+                    absent += (
+                        f"; it is the fallback of the import at {module.where(tried[id(node)])}, which this vLLM "
+                        "lacks too, so the ImportError is raised from the except branch"
                     )
-                else:
-                    findings.append(
-                        info(
-                            "vllm-import-guarded",
-                            module.where(node),
-                            f"{absent}; the import is guarded ({guard.kind}), so on this vLLM "
-                            f"{guard.consequence(module)}",
-                            "nothing to do if that is intended here; otherwise import it from where this vLLM "
-                            "defines it",
-                        )
+                findings.append(
+                    error(
+                        "vllm-import-missing",
+                        module.where(node),
+                        absent,
+                        "import it from where this vLLM defines it (search site-packages/vllm), or guard the "
+                        "import for the versions that have it",
                     )
+                )
     return findings
+
+
+def _failing_fallbacks(module: Module, missing_at: dict[int, list[str]]) -> dict[int, tuple[ast.AST, ast.AST]]:
+    """try statements whose except branch makes an unguarded import this vLLM lacks: id(try) -> (the first
+    import of its body, the failing import of the handler)."""
+    found: dict[int, tuple[ast.AST, ast.AST]] = {}
+    for node in module.of_type(ast.Try):
+        if not isinstance(node, ast.Try):
+            continue
+        attempt = next((s for s in node.body if isinstance(s, (ast.Import, ast.ImportFrom))), None)
+        failing = next(
+            (
+                s
+                for h in node.handlers
+                for s in h.body
+                if isinstance(s, (ast.Import, ast.ImportFrom)) and id(s) in missing_at
+            ),
+            None,
+        )
+        if attempt is not None and failing is not None:
+            found[id(node)] = (attempt, failing)
+    return found
 
 
 def fails_to_import(module: Module) -> bool:
