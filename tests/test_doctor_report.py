@@ -242,3 +242,44 @@ def test_a_fallback_import_that_resolves_leaves_the_info(tmp_path: Path) -> None
     root = doctor_variants.write("fallback-resolves", doctor_variants.Variant({"plugin.py": plugin}), tmp_path)
     report = diagnose(root, live=False, vllm_plugins=None)
     assert [f.code for f in report.findings] == ["vllm-import-guarded"], report.findings
+
+
+def test_a_side_effects_finding_with_forty_targets_stays_short_and_json_keeps_every_one(tmp_path: Path) -> None:
+    scheduler = [f"    Scheduler.step_{i} = _replacement" for i in range(30)]
+    sampler = [f"    Sampler.hook_{i} = _replacement" for i in range(10)]
+    plugin = "\n".join(
+        [
+            '"""Patches a scheduler and a sampler."""',
+            "from vllm.v1.core.sched.scheduler import Scheduler",
+            "from vllm.v1.sample.sampler import Sampler",
+            "",
+            "",
+            "def _replacement(self):",
+            "    return None",
+            "",
+            "",
+            "def register() -> None:",
+            *scheduler,
+            "    _more()",
+            "",
+            "",
+            "def _more() -> None:",
+            *sampler,
+            "",
+        ]
+    )
+    root = doctor_variants.write("forty", doctor_variants.Variant({"plugin.py": plugin}), tmp_path)
+    report = diagnose(root, live=False, vllm_plugins=None)
+    [finding] = [f for f in report.findings if f.code == "general-plugin-side-effects"]
+    assert len(finding.details) == 40 and all(d.startswith("replaces vllm.") for d in finding.details)
+    assert "replaces 30 attributes of vllm.v1.core.sched.scheduler.Scheduler: step_0" in finding.message
+    assert "(+26 more)" in finding.message and "...." not in finding.message
+    out = io.StringIO()
+    render.print_table(report, Console(file=out, width=100, color_system=None))
+    lines = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if "general-plugin-side-effects" in line)
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    assert end - start - 1 <= 7, "\n".join(lines[start:end])
+    data = json.loads(run_cli("doctor", str(root), "--no-live", "--json").output)
+    [shown] = [f for f in data["findings"] if f["code"] == "general-plugin-side-effects"]
+    assert sorted(shown["details"]) == sorted(finding.details)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
@@ -606,8 +607,10 @@ def _side_effects(module: Module, node: ast.AST, *, all_kinds: bool) -> list[str
             if name in (_SIDE_EFFECT_CALLS if all_kinds else _ENVIRON_CALLS):
                 effects.append(f"calls {name}()")
             elif name == "setattr" and len(child.args) >= 2 and _patched(owner := qualified(child.args[0], table)):
-                attribute = child.args[1].value if isinstance(child.args[1], ast.Constant) else "..."
-                effects.append(f"replaces {owner}.{attribute}")
+                if isinstance(child.args[1], ast.Constant):
+                    effects.append(f"replaces {owner}.{child.args[1].value}")
+                else:
+                    effects.append(f"replaces attributes of {owner} named at run time (setattr)")
             elif (
                 all_kinds
                 and name == "open"
@@ -645,8 +648,52 @@ def _side_effect_warnings(
     what = "platform detector" if group == vllm_facts.PLATFORM else "general plugin"
     for ep, module, node in _entry_point_functions(ctx, group):
         effects = _effects_through_calls(ctx, module, node, all_kinds=all_kinds)
-        message = f"{what} {ep.attr}() {'; '.join(sorted(effects))}: {consequence}"
-        yield ep, module, node, warning(code, module.where(node), message, fix) if effects else None
+        if not effects:
+            yield ep, module, node, None
+            continue
+        message = f"{what} {ep.attr}() {summarise_effects(effects)}: {consequence}"
+        yield ep, module, node, replace(warning(code, module.where(node), message, fix), details=tuple(effects))
+
+
+# A side-effects message names at most this many attributes of one owner and this many kinds of change.
+NAMES_SHOWN = 4
+KINDS_SHOWN = 3
+
+
+def summarise_effects(effects: list[str]) -> str:
+    """The effects in a few words: attributes replaced on one owner grouped ("replaces 14 attributes of
+    vllm...Scheduler: schedule, ... (+10 more)"), repeats and the calls they are reached through left to the
+    finding's details."""
+    groups: dict[str, list[str]] = {}
+    through = False
+    for effect in effects:
+        base, separator, _ = effect.partition(" (through ")
+        through |= bool(separator)
+        if base.startswith("replaces ") and " " not in base[len("replaces ") :]:
+            owner, _, attribute = base[len("replaces ") :].rpartition(".")
+            groups.setdefault(f"replaces:{owner}", [])
+            if attribute not in groups[f"replaces:{owner}"]:
+                groups[f"replaces:{owner}"].append(attribute)
+        else:
+            groups.setdefault(base, [])
+    parts = []
+    for key, attributes in groups.items():
+        if not key.startswith("replaces:"):
+            parts.append(key)
+            continue
+        owner = key.partition(":")[2]
+        if len(attributes) == 1:
+            parts.append(f"replaces {owner}.{attributes[0]}")
+            continue
+        shown = ", ".join(attributes[:NAMES_SHOWN])
+        more = f" (+{len(attributes) - NAMES_SHOWN} more)" if len(attributes) > NAMES_SHOWN else ""
+        parts.append(f"replaces {len(attributes)} attributes of {owner}: {shown}{more}")
+    text = "; ".join(parts[:KINDS_SHOWN])
+    if len(parts) > KINDS_SHOWN:
+        text += f"; and {len(parts) - KINDS_SHOWN} more"
+    if through or len(parts) > KINDS_SHOWN or any(len(a) > NAMES_SHOWN for a in groups.values()):
+        text += " (each one, with the calls that reach it, in --json)"
+    return text
 
 
 def platform_detectors(ctx: Context) -> list[Finding]:

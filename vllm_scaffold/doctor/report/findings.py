@@ -30,6 +30,9 @@ class Finding:
     message: str
     fix: str
     suppressed: str | None = None  # what suppressed it ("# doctor: ignore[...] at file:line", ...), or None
+    # Every item a message summarises (each patched attribute, with the call it is reached through), in full:
+    # the text report shows the message, --json both.
+    details: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         registered = severity_of(self.code)
@@ -47,15 +50,19 @@ class Finding:
     def suppress(self, reason: str) -> Finding:
         return replace(self, suppressed=reason)
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> dict[str, object]:
         data = asdict(self)
         data["severity"] = self.severity.value
         if self.suppressed is None:
             del data["suppressed"]
+        if self.details:
+            data["details"] = list(self.details)
+        else:
+            del data["details"]
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, str]) -> Finding:
+    def from_json(cls, data: dict) -> Finding:
         return cls(
             Severity(data["severity"]),
             data["code"],
@@ -63,6 +70,7 @@ class Finding:
             data["message"],
             data["fix"],
             data.get("suppressed"),
+            tuple(data.get("details", ())),
         )
 
 

@@ -2,13 +2,17 @@
 
 The text groups findings by code, most severe first. Lines wrap between words at the terminal's width, so a
 code or a path is never split at 80 columns; a code with many findings (a large plugin) shows how many, the
-first finding in full and the next few places, and leaves the rest to --json.
+first finding in full and the next few places, and leaves the rest to --json. A finding takes at most about
+seven lines: its place, a message cut after the last sentence that fits four lines, and two of its fix; --json keeps
+every message whole and every item a message summarises.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import textwrap
 from collections.abc import Iterator
 from itertools import groupby
 from pathlib import Path
@@ -55,12 +59,41 @@ def _groups(findings: list[Finding]) -> Iterator[tuple[str, list[Finding]]]:
         yield code, list(members)
 
 
-def _detail(finding: Finding) -> list[RenderableType]:
+def _detail(finding: Finding, width: int) -> list[RenderableType]:
     return [
         Padding(Text(finding.where, overflow="fold"), (0, 0, 0, 2), expand=False),
-        Padding(Text(finding.message, overflow="fold"), (0, 0, 0, 4), expand=False),
-        Padding(Text(f"fix: {finding.fix}", overflow="fold"), (0, 0, 0, 4), expand=False),
+        Padding(Text(bounded(finding.message, width - 4), overflow="fold"), (0, 0, 0, 4), expand=False),
+        Padding(
+            Text(bounded(f"fix: {finding.fix}", width - 4, FIX_LINES), overflow="fold"), (0, 0, 0, 4), expand=False
+        ),
     ]
+
+
+# A finding's message takes at most this many lines of the text report, its fix at most FIX_LINES; the whole
+# of both is in --json.
+MESSAGE_LINES = 4
+FIX_LINES = 2
+_CUT_MARK = " [...] (all of it in --json)"
+
+
+def bounded(text: str, width: int, lines: int = MESSAGE_LINES) -> str:
+    """`text` as it fits `lines` lines of `width` columns: cut after its last whole sentence or clause that fits
+    (or else its last whole word: never inside a name), marked as cut."""
+    width = max(width, 20)
+
+    def fits(candidate: str) -> bool:
+        return len(textwrap.wrap(candidate, width)) <= lines
+
+    if fits(text):
+        return text
+    for boundary in (r"[.:;](?=\s)", r"\s"):
+        for cut in sorted(
+            (m.end() if boundary != r"\s" else m.start() for m in re.finditer(boundary, text)), reverse=True
+        ):
+            candidate = text[:cut].rstrip() + _CUT_MARK
+            if fits(candidate):
+                return candidate
+    return text[: width * lines - len(_CUT_MARK) - 8] + _CUT_MARK
 
 
 def _what_was_read(report: Report) -> str:
@@ -74,7 +107,7 @@ def _what_was_read(report: Report) -> str:
     )
 
 
-def renderables(report: Report) -> Iterator[RenderableType]:
+def renderables(report: Report, width: int = 100) -> Iterator[RenderableType]:
     timing = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in report.timings.items())
     yield Text(
         f"{report.package} against {report.vllm}: {_what_was_read(report)} (live probe: {report.live}; {timing})",
@@ -88,11 +121,11 @@ def renderables(report: Report) -> Iterator[RenderableType]:
         if len(members) > GROUP_IN_FULL:
             heading.append(f"  ({len(members)} findings: the first in full, all of them in --json)")
         yield heading
-        yield from _detail(members[0])
+        yield from _detail(members[0], width)
         rest = members[1:]
         if len(members) <= GROUP_IN_FULL:
             for member in rest:
-                yield from _detail(member)
+                yield from _detail(member, width)
             continue
         places = ", ".join(f.where for f in rest[:PLACES_SHOWN])
         more = f", and {len(rest) - PLACES_SHOWN} more" if len(rest) > PLACES_SHOWN else ""
@@ -105,7 +138,7 @@ def print_table(report: Report, console: Console | None = None) -> None:
     from vllm_scaffold.terminal import console as terminal
 
     out = console or terminal.out()
-    for renderable in renderables(report):
+    for renderable in renderables(report, out.width):
         out.print(renderable, soft_wrap=False)
 
 
