@@ -55,6 +55,7 @@ ALSO = {
     "endpoint-name-mismatch": {"endpoint-not-enabled"},
     "logits-argmax-claim": {"logits-argmax-masks"},
     "reasoning-parser-server-only": {"endpoint-not-enabled"},
+    "general-plugin-not-idempotent": {"general-plugin-side-effects"},
 }
 # Fixtures whose pitfall only the live probe can see.
 LIVE_ONLY = {
@@ -196,6 +197,14 @@ def test_live_probe_reports_exactly_its_code(name: str, live_reports, vllm_impor
     if name == "import-cost-torch" and vllm_imports_torch:
         expected = set()  # vLLM 0.32: every vLLM process imports torch before it loads any plugin
     assert report.codes == expected, _summary(report)
+
+
+def test_a_patch_that_wraps_its_own_replacement_when_called_again_is_found(live_reports) -> None:
+    report = _live(live_reports, "general-plugin-not-idempotent")
+    messages = [f.message for f in report.findings if f.code == "general-plugin-not-idempotent"]
+    assert len(messages) == 2, _summary(report)
+    [patch] = [m for m in messages if "again:" in m and "Scheduler.schedule" in m]
+    assert "vllm.v1.core.sched.scheduler.Scheduler._fx_original_schedule" in patch and "RecursionError" in patch
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_ONLY - NEEDS_OTHERS))

@@ -268,6 +268,26 @@ def call_counted(registries: Registries, function) -> tuple[dict, BaseException 
     return Registries.diff(before, registries.capture()), failure
 
 
+def vllm_attributes() -> dict[str, int]:
+    """id() of every module-level object and class attribute of the vllm modules loaded now, by dotted name:
+    what a monkeypatch replaces."""
+    found: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "vllm" or name.startswith("vllm.")) or module is None:
+            continue
+        for attribute, value in list(vars(module).items()):
+            found[f"{name}.{attribute}"] = id(value)
+            if isinstance(value, type) and value.__module__ == name:
+                for member, inner in list(vars(value).items()):
+                    found[f"{name}.{attribute}.{member}"] = id(inner)
+    return found
+
+
+def replaced_again(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """The attributes present before that now hold another object."""
+    return sorted(name for name, identity in before.items() if after.get(name, identity) != identity)
+
+
 def load(ep: dict[str, str]):
     return importlib.metadata.EntryPoint(ep["name"], ep["value"], ep["group"]).load()
 
@@ -620,9 +640,21 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
                 "catch what can fail inside the function (or fix it); log and return instead of raising",
             )
             continue
+        patched = vllm_attributes()
         second, failure = call_counted(registries, obj)
-        if failure is not None or second:
-            what = f"raises {describe(failure)}" if failure else f"registers again: {summary(second)}"
+        rewrapped = replaced_again(patched, vllm_attributes()) if failure is None else []
+        if failure is not None or second or rewrapped:
+            if failure is not None:
+                what = f"raises {describe(failure)}"
+            elif second:
+                what = f"registers again: {summary(second)}"
+            else:
+                shown = ", ".join(rewrapped[:4]) + (f" (+{len(rewrapped) - 4} more)" if len(rewrapped) > 4 else "")
+                what = (
+                    f"replaces {shown} again: each call wraps the replacement the call before installed, so the "
+                    "patch runs once per call, and a wrapper that reaches the original through an attribute it "
+                    "set itself calls itself until RecursionError"
+                )
             report(
                 "error",
                 "general-plugin-not-idempotent",

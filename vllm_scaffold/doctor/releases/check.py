@@ -256,6 +256,7 @@ class ReleaseCheck:
         self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
         self.callers = OverrideCallers(self, sites)
         self.sites = sites
+        self._set_by_package: frozenset[str] | None = None
 
     def _modules(self) -> Iterator[tuple[str, Module]]:
         for module in self.package.parsed():
@@ -465,6 +466,8 @@ class ReleaseCheck:
                 continue
             missing = self._first_missing(name)
             imported = table[head.id]  # type: ignore[attr-defined]
+            if missing and missing in self.set_by_package():
+                continue  # the plugin puts it there itself (`Scheduler._original = Scheduler.schedule`)
             if missing and len(missing) > len(imported) and not _is_dunder(missing.rsplit(".", 1)[-1]):
                 self.report(
                     "vllm-attribute-missing",
@@ -473,6 +476,32 @@ class ReleaseCheck:
                     "AttributeError",
                     "use what this release offers instead, or test for it with hasattr() on the releases that lack it",
                 )
+
+    def set_by_package(self) -> frozenset[str]:
+        """The vllm.* attributes the package assigns anywhere: `vllm.X.attr = ...` and `setattr(vllm.X, "attr",
+        ...)`, by qualified name. Reading one is reading what the plugin itself stored."""
+        if self._set_by_package is None:
+            found: set[str] = set()
+            for name, module in self._modules():
+                table = self.tables[name]
+                for node in module.of_type(ast.Attribute, ast.Call):
+                    if node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                        target = qualified(node, table)  # type: ignore[arg-type]
+                    elif (
+                        node.__class__ is ast.Call
+                        and isinstance(node.func, ast.Name)  # type: ignore[attr-defined]
+                        and node.func.id == "setattr"  # type: ignore[attr-defined]
+                        and len(node.args) >= 2  # type: ignore[attr-defined]
+                        and isinstance(node.args[1], ast.Constant)  # type: ignore[attr-defined]
+                    ):
+                        owner = qualified(node.args[0], table)  # type: ignore[attr-defined]
+                        target = f"{owner}.{node.args[1].value}" if owner else None  # type: ignore[attr-defined]
+                    else:
+                        continue
+                    if target and target.split(".")[0] == "vllm":
+                        found.add(target)
+            self._set_by_package = frozenset(found)
+        return self._set_by_package
 
     # -- calls ---------------------------------------------------------------------------------------------
 
