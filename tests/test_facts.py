@@ -156,6 +156,7 @@ NO_VLLM_CLAIM = {
     "vllm-super-missing": _INDEX,
     "vllm-override-signature": _INDEX,
     "vllm-call-signature": _INDEX,
+    "vllm-super-call-signature": _INDEX,
     "vllm-argument-type": _INDEX,
     "vllm-dotted-path-missing": _INDEX,
     "monkeypatch-call-signature": _INDEX,

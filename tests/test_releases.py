@@ -98,6 +98,13 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
         for version in ("0.31.0", "0.32.0", "0.33.0")
     },
     "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
+    "offload-manager": {
+        version: {
+            ("vllm-super-call-signature", "src/fx_rel_offload/managers.py:10"),
+            *([("vllm-super-call-signature", "src/fx_rel_offload/managers.py:17")] if version != "0.33.0" else []),
+        }
+        for version in ("0.31.0", "0.32.0", "0.33.0")
+    },
     "patch": {
         "0.31.0": set(),
         "0.32.0": {("patch-signature-changed", f"{PATCHES} profile")},

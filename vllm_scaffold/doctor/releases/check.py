@@ -872,6 +872,41 @@ class ReleaseCheck:
                         "AttributeError",
                         "do on this release what the removed member did, or skip the call where it is missing",
                     )
+            for call in ast.walk(stmt):
+                self._super_call_arguments(module, node, stmt, call, bases)
+
+    def _super_call_arguments(
+        self, module: Module, node: ast.ClassDef, method: ast.AST, call: ast.AST, bases: list[Symbol]
+    ) -> None:
+        """`super().name(...)` whose arguments the vLLM base's `name` cannot take on this release: a TypeError
+        each time the method runs (`super().__init__(num_blocks=...)` where the base takes `num_chunks`)."""
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Call)
+            and isinstance(call.func.value.func, ast.Name)
+            and call.func.value.func.id == "super"
+        ):
+            return
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return  # *args / **kwargs pass through whatever the caller gave
+        owner, text = self._find(bases, call.func.attr)
+        if owner is None or text is None:
+            return
+        signature = Signature.parse(text)
+        if signature.decorator == "s":
+            return
+        signature = signature.bound()
+        problem = call_problem(signature, len(call.args), [k.arg for k in call.keywords if k.arg])
+        if problem:
+            self.report(
+                "vllm-super-call-signature",
+                Place(module, call),
+                f"super().{call.func.attr}(...) in {node.name}.{getattr(method, 'name', '?')} reaches "
+                f"{owner.qualname}.{call.func.attr}{signature.text()} in {self.release}: {problem}, so the call "
+                "raises TypeError",
+                "pass the arguments this release's base method takes",
+            )
 
 
 _PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
