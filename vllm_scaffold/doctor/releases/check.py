@@ -12,7 +12,6 @@ into vLLM functions and constructors, and `"vllm.x.y"` strings such as class pat
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
@@ -24,13 +23,13 @@ from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nod
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
 from vllm_scaffold.doctor.releases.patches import check_patches
+from vllm_scaffold.doctor.releases.replacements import DOTTED, functions_by_name, replacement_function, replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol, facts
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
-_DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 _VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
 # Members vLLM classes inherit from bases outside vLLM (the index lists only vLLM's own members).
@@ -631,7 +630,7 @@ class ReleaseCheck:
         take the arguments vLLM's own calls of the original pass."""
         table = self.tables[module.name]
         functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
-        for assignment in _replacements(module):
+        for assignment in replacements(module):
             node, owner_expr, attr, value = assignment
             owner = qualified(owner_expr, table) if isinstance(owner_expr, ast.Name | ast.Attribute) else None
             if not owner or owner.split(".")[0] != "vllm" or _is_dunder(attr):
@@ -640,8 +639,8 @@ class ReleaseCheck:
             if owner_symbol.kind not in {"class", "module"}:
                 continue
             if not functions:
-                functions = _functions_by_name(module)
-            replacement = _replacement_function(value, node, functions)
+                functions = functions_by_name(module)
+            replacement = replacement_function(value, node, functions)
             if replacement is None:
                 continue  # a value (a flag, a setting) or a wrapper's result: nothing to compare
             target = self.index.resolve(f"{owner}.{attr}")
@@ -719,7 +718,7 @@ class ReleaseCheck:
         loggers: set[int] | None = None
         for node in module.of_type(ast.Constant):
             value = node.value  # type: ignore[attr-defined]
-            if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
+            if not isinstance(value, str) or not value.startswith("vllm.") or not DOTTED.fullmatch(value):
                 continue
             if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
@@ -848,7 +847,7 @@ class ReleaseCheck:
         GatedDeltaNetAttention; a factory class is asked for its get_moe_method, never instantiated)."""
         names: set[str] = set()
         for module in self.package.parsed():
-            for _statement, owner, attr, value in _replacements(module):
+            for _statement, owner, attr, value in replacements(module):
                 if isinstance(value, ast.Name) and value.id == node.name and attr[:1].isupper():
                     qualname = qualified(owner, self.tables[module.name]) if isinstance(owner, ast.Name) else None
                     if qualname and qualname.split(".")[0] == "vllm":
@@ -1061,79 +1060,6 @@ class ReleaseCheck:
 
 
 _PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
-Replacement = tuple[ast.AST, ast.expr, str, ast.expr]  # (statement, object patched, attribute, new value)
-
-
-def _replacements(module: Module) -> Iterator[Replacement]:
-    """`X.attr = value` and `setattr(X, "attr", value)` in the module."""
-    if "patch-replacements" in module.memo:
-        yield from module.memo["patch-replacements"]  # type: ignore[misc]
-        return
-    found: list[Replacement] = []
-    for node in module.of_type(ast.Assign):
-        for target in node.targets:  # type: ignore[attr-defined]
-            if isinstance(target, ast.Attribute):
-                found.append((node, target.value, target.attr, node.value))  # type: ignore[attr-defined]
-    for node in module.of_type(ast.Call):
-        func, args = node.func, node.args  # type: ignore[attr-defined]
-        if getattr(func, "id", None) == "setattr" and len(args) == 3:
-            name = args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                found.append((node, args[0], name.value, args[2]))
-    module.memo["patch-replacements"] = found
-    yield from found
-
-
-def patch_replacements(module: Module, table: dict[str, str]) -> Iterator[tuple[str, ast.AST]]:
-    """(the vLLM function or method replaced, as "vllm.x.y.Cls.method" through the module's imports, the
-    plugin's function replacing it): `X.attr = fn`, `setattr(X, "attr", fn)`, and a function decorated with a
-    call that names its target in a `"vllm.x.y.Cls.method"` (or `"vllm.x.y:Cls.method"`) string."""
-    functions = _functions_by_name(module)
-    for node, owner_expr, attr, value in _replacements(module):
-        owner = qualified(owner_expr, table) if isinstance(owner_expr, ast.Name | ast.Attribute) else None
-        if not owner or owner.split(".")[0] != "vllm":
-            continue
-        function = _replacement_function(value, node, functions)
-        if function is not None:
-            yield f"{owner}.{attr}", function
-    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-        for decorator in node.decorator_list:  # type: ignore[attr-defined]
-            if not isinstance(decorator, ast.Call):
-                continue
-            for argument in [*decorator.args, *(k.value for k in decorator.keywords)]:
-                if (
-                    isinstance(argument, ast.Constant)
-                    and isinstance(argument.value, str)
-                    and _DOTTED.fullmatch(argument.value)
-                ):
-                    yield argument.value.replace(":", "."), node
-
-
-def _functions_by_name(module: Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
-    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
-    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-        found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
-    return found
-
-
-def _replacement_function(
-    value: ast.expr, at: ast.AST, functions: dict
-) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
-    """The function a replacement assigns: a lambda, or the nearest def of that name before the assignment
-    (`classmethod(fn)` / `staticmethod(fn)` unwrapped); None for anything else (a wrapper's result)."""
-    if (
-        isinstance(value, ast.Call)
-        and getattr(value.func, "id", None) in {"classmethod", "staticmethod"}
-        and value.args
-    ):
-        value = value.args[0]
-    if isinstance(value, ast.Lambda):
-        return value
-    if not isinstance(value, ast.Name):
-        return None
-    line = getattr(at, "lineno", 0)
-    before = [f for f in functions.get(value.id, ()) if f.lineno <= line]
-    return max(before, key=lambda f: f.lineno) if before else None
 
 
 def _lambda_signature(node: ast.Lambda) -> str:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from vllm_scaffold.doctor.reading.callers import CallSite, CallSites
 from vllm_scaffold.doctor.reading.source import references
+from vllm_scaffold.doctor.releases.replacements import patch_replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.vllm_facts import Signature
 
@@ -170,8 +171,6 @@ class OverrideCallers:
         them never run. A replacement is `Cls.method = fn`, `setattr(Cls, "method", fn)`, or a function
         decorated with a call naming the target as a `"vllm.x.y.Cls.method"` string (a patch registry); one
         whose body names the method again (`original_method(self, ...)`, `Cls._orig_method`) may call it."""
-        from vllm_scaffold.doctor.releases.check import patch_replacements
-
         index = self.check.index
         found: set[str] = set()
         for module in self.check.package.parsed():
