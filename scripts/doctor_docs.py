@@ -27,6 +27,7 @@ def markdown() -> str:
                 f"### `{code.code}`",
                 f"**{code.severity}**, {code.found}. {code.summary.strip()}",
                 "",
+                *([f"Fails at run time: {code.fails}.", ""] if code.fails else []),
                 f"```{code.lang}",
                 code.example.strip("\n"),
                 "```",

@@ -553,6 +553,15 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
 }
 
 
+def _merge_installed_release_variants() -> None:
+    """The variants of the release checks a plain run makes against the installed vLLM, kept apart."""
+    import doctor_variants_installed as installed
+
+    BROKEN.update(installed.BROKEN)
+    CLEAN.update(installed.CLEAN)
+    CONTRASTS.update(installed.CONTRASTS)
+
+
 def write_contrast(name: str, dest: Path) -> Path:
     """The CLEAN variant `name` without what makes it intended."""
     file, text, replacement, _code = CONTRASTS[name]
@@ -1172,3 +1181,5 @@ CONTRASTS["offloading-spec-own-name"] = (
     'register_spec("CPUOffloadingSpec"',
     "offloading-spec-name-taken",
 )
+
+_merge_installed_release_variants()

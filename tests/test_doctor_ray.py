@@ -77,6 +77,10 @@ def test_executor_refusals(args: list[str], message: str) -> None:
     assert result.exit_code == 2 and message in result.output
 
 
+# The codes the cluster test below shows (tests/test_doctor_severity.py counts them as shown by a fixture).
+SHOWN = {"ray-every-node", "ray-worker-missing-plugin"}
+
+
 @pytest.mark.engine
 @pytest.mark.skipif(not scale_out.ray_available(), reason="Ray is not installed")
 def test_the_ray_probe_finds_workers_on_nodes_without_the_plugin(tmp_path: Path) -> None:
@@ -89,7 +93,6 @@ def test_the_ray_probe_finds_workers_on_nodes_without_the_plugin(tmp_path: Path)
         cluster.stop()
     assert scale_out.ray_processes(cluster.temp_dir) == []
     codes = {f.code: f for f in report.findings}
-    assert "ray-every-node" in codes, report.live
-    assert "ray-worker-missing-plugin" in codes, report.live
+    assert SHOWN <= set(codes), report.live
     assert "2 of 2 Ray workers" in codes["ray-worker-missing-plugin"].message
     assert f"Ray executor: joined {cluster.address}" in report.live

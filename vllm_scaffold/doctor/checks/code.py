@@ -711,7 +711,7 @@ def platform_detectors(ctx: Context) -> list[Finding]:
         findings += [side_effects] if side_effects else []
         if not _can_return_none(detector):
             findings.append(
-                error(
+                warning(
                     "platform-detector-always-claims",
                     module.where(detector),
                     f"platform detector {ep.attr}() never returns None, so it claims the platform on every "

@@ -197,22 +197,16 @@ def config_attributes(ctx: Context) -> list[Finding]:
     return findings
 
 
-# What doctor --vllm checks against any release, that the installed vLLM also answers: overrides vLLM can no
-# longer call, and attributes of vLLM names it no longer has (envs.VLLM_USE_V1).
-RELEASE_CODES = frozenset(
-    {
-        "vllm-override-signature",
-        "vllm-attribute-missing",
-        "monkeypatch-call-signature",
-        "monkeypatch-target-missing",
-        "monkeypatch-signature-changed",
-    }
-)
+# The codes doctor --vllm reports against a release that the plain run takes from its own check of the
+# installed vLLM's sources instead (checks/code.py `vllm_imports`, which also reads lazily resolved modules):
+# every other code of the release check is reported by a plain run exactly as `--vllm <installed version>`.
+IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
 
 
 def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's override-signature, attribute and monkeypatch checks and the checks of declared patches,
-    run against the installed vLLM's index."""
+    """doctor --vllm's release checks (calls, overrides, abstract methods, super() calls, attributes, dotted
+    paths, monkeypatches, declared patches...) run against the installed vLLM's index, with the other indexed
+    releases to tell a removed member from the plugin's own, as `--vllm <installed version>` runs them."""
     if not ctx.vllm.present:
         return []
     from vllm_scaffold.doctor.reading import installed
@@ -222,6 +216,10 @@ def installed_release_api(ctx: Context) -> list[Finding]:
     index = installed.facts()
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
     sites = CallSites(ctx.vllm.source, release, installed.cache_dir())
-    from vllm_scaffold.doctor.releases.patches import CODES as PATCH_CODES
+    return [f for f in releases.check(ctx.package, index, _shipped_indexes, sites) if f.code not in IMPORT_CODES]
 
-    return [f for f in releases.check(ctx.package, index, [], sites) if f.code in RELEASE_CODES | PATCH_CODES]
+
+def _shipped_indexes() -> list:
+    from vllm_scaffold import vllm_facts
+
+    return [vllm_facts.shipped(version) for version in vllm_facts.shipped_versions()]

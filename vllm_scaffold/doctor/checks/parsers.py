@@ -74,7 +74,7 @@ def parser_names_in_tree(ctx: Context) -> list[Finding]:
         for name in _names(call):
             if name in kind.in_tree:
                 findings.append(
-                    error(
+                    warning(
                         "parser-name-in-tree",
                         call.where,
                         f"'{name}' is a {kind.what} vLLM registers itself: this registration silently replaces "

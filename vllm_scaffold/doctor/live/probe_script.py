@@ -393,7 +393,7 @@ def check_argmax_claim(ep: dict[str, str], cls) -> None:
         if changed:
             sent = f" ({parameter}={batch[0].extra_args[parameter]!r} in 2 of them)" if batch[0].extra_args else ""
             report(
-                "error",
+                "warning",
                 "logits-argmax-claim",
                 where(ep),
                 f"{cls.__name__}.is_argmax_invariant() returns True but apply() changed the argmax of {changed} of "
@@ -656,7 +656,7 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
                     "set itself calls itself until RecursionError"
                 )
             report(
-                "error",
+                "warning",
                 "general-plugin-not-idempotent",
                 where(ep),
                 f"called a second time in the same process it {what}. "

@@ -145,6 +145,14 @@ def _bare_call_lines(source: Path, module: str, name: str) -> frozenset[int]:
     )
 
 
+@cache
+def _tree(source: Path, module: str) -> ast.Module | None:
+    try:
+        return ast.parse(_modules(source).get(module, ""))
+    except SyntaxError:
+        return None
+
+
 class CallSites:
     """The call sites of names in one installed vLLM, kept on disk by release so later runs skip the scan."""
 
@@ -183,6 +191,54 @@ class CallSites:
         called from its own module), not as a method of some object (`x.name(...)`) nor in a docstring. The
         site's module is parsed for this, once: only sites a patch would break are asked about."""
         return site.line in _bare_call_lines(self.source, site.module, name)
+
+    def receiver(self, site: CallSite, name: str) -> str | None:
+        """How the call of `name` at `site` is written: "" for a bare `name(...)`, the dotted receiver of
+        `x.y.name(...)` ("x.y"), None when it is neither (a call on a call's result) or cannot be read."""
+        tree = _tree(self.source, site.module)
+        if tree is None:
+            return None
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or node.lineno != site.line:
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == name:
+                return ""
+            if isinstance(node.func, ast.Attribute) and node.func.attr == name:
+                try:
+                    return ast.unparse(node.func.value)
+                except (ValueError, TypeError):  # pragma: no cover - an unparsable tree
+                    return None
+        return None
+
+    def imports(self, module: str) -> dict[str, str]:
+        """Local name -> what the vLLM module imports under it (`import a.b as c`, `from a import b`)."""
+        tree = _tree(self.source, module)
+        found: dict[str, str] = {}
+        for node in tree.body if tree is not None else ():
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    found[alias.asname or top] = alias.name if alias.asname else top
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        return found
+
+    def top_level_call(self, site: CallSite, name: str) -> tuple[ast.Call, ast.Module] | None:
+        """The call of `name` at `site` when it is written in its module's top-level code (run once, when the
+        module is imported), with the module's syntax tree; None elsewhere."""
+        tree = _tree(self.source, site.module)
+        if tree is None:
+            return None
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            for node in ast.walk(stmt):
+                func = getattr(node, "func", None)
+                called = getattr(func, "id", None) or getattr(func, "attr", None)
+                if isinstance(node, ast.Call) and node.lineno == site.line and called == name:
+                    return node, tree
+        return None
 
     def mentions(self, module: str, names: frozenset[str]) -> bool:
         """Whether the vLLM module's text names one of `names` (a class a call's receiver may be)."""

@@ -12,8 +12,8 @@ into vLLM functions and constructors, and `"vllm.x.y"` strings such as class pat
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cached_property
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading.callers import CallSites
@@ -23,13 +23,13 @@ from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nod
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified, string_constants
 from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
 from vllm_scaffold.doctor.releases.patches import check_patches
+from vllm_scaffold.doctor.releases.replacements import DOTTED, functions_by_name, replacement_function, replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol, facts
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
-_DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
 _VERSION_WORDS = ("version", "__version__", "hasattr", "find_spec", "getattr")
 # Members vLLM classes inherit from bases outside vLLM (the index lists only vLLM's own members).
@@ -48,6 +48,7 @@ _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", 
 # The codes of this module (their severities, summaries and examples are in codes.toml, section "Across
 # releases"); an import the release lacks is reported with the installed-vLLM check's codes.
 SECTION = "Across releases (`--vllm`)"
+_IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
 
 
 def finding(code: str, where: str, message: str, fix: str) -> Finding:
@@ -244,19 +245,67 @@ class ReleaseCheck:
     tell an override of a removed member from a method of the plugin's own."""
 
     def __init__(
-        self, package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+        self,
+        package: PluginPackage,
+        index: ReleaseIndex,
+        others: list[ReleaseIndex] | Callable[[], list[ReleaseIndex]],
+        sites: CallSites | None = None,
     ) -> None:
         self.package = package
         self.index = index
-        unique = {o.version: o for o in others if o.version != index.version}
-        self.others = sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)  # newest first
+        self._others = others  # a callable loads them when first needed (the plain run's shipped indexes)
         self.findings: list[Finding] = []
-        self.tables = {name: _runtime_aliases(module) for name, module in self._modules()}
+        self.tables = {name: self._bound_by_try(module, _runtime_aliases(module)) for name, module in self._modules()}
         self.plugin_classes = self._plugin_classes()
-        self.groups = {group for release in [index, *self.others] for group in release.entry_point_groups}
         self.callers = OverrideCallers(self, sites)
         self.sites = sites
         self._set_by_package: frozenset[str] | None = None
+
+    def _bound_by_try(self, module: Module, table: dict[str, str]) -> dict[str, str]:
+        """`table` with each name imported both in a `try:` block and in its `except ImportError:` fallback bound
+        to the try block's import when that import succeeds: a module of the package itself, or a vLLM name
+        the release has (`try: from pkg.adapter import X` / `except ImportError: from vllm.x import X`)."""
+        tries = module.of_type(ast.Try)
+        if not tries:
+            return table
+        table = dict(table)
+        for node in tries:
+            if not _guards_of(node.handlers):  # type: ignore[attr-defined]
+                continue
+            fallback = {
+                alias.asname or alias.name
+                for handler in node.handlers  # type: ignore[attr-defined]
+                for stmt in handler.body
+                for n in walk_nodes(stmt)
+                if n.__class__ is ast.ImportFrom
+                for alias in n.names  # type: ignore[attr-defined]
+            }
+            for stmt in node.body:  # type: ignore[attr-defined]
+                if stmt.__class__ is not ast.ImportFrom or stmt.level or not stmt.module:  # type: ignore[attr-defined]
+                    continue
+                source = stmt.module  # type: ignore[attr-defined]
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    bound = alias.asname or alias.name
+                    if bound in fallback and self._import_succeeds(source, alias.name):
+                        table[bound] = f"{source}.{alias.name}"
+        return table
+
+    def _import_succeeds(self, source: str, name: str) -> bool:
+        if source.split(".")[0] == "vllm":
+            return not self._first_missing(f"{source}.{name}")
+        return source in self.package.modules
+
+    @cached_property
+    def others(self) -> list[ReleaseIndex]:
+        """The other indexed releases, newest first."""
+        others = self._others() if callable(self._others) else self._others
+        unique = {o.version: o for o in others if o.version != self.index.version}
+        return sorted(unique.values(), key=lambda o: _version(o.version), reverse=True)
+
+    @cached_property
+    def groups(self) -> set[str]:
+        """The entry-point groups of this release and the others: names, not paths."""
+        return {group for release in [self.index, *self.others] for group in release.entry_point_groups}
 
     def _modules(self) -> Iterator[tuple[str, Module]]:
         for module in self.package.parsed():
@@ -277,6 +326,8 @@ class ReleaseCheck:
     def report(self, code: str, place: Place, message: str, fix: str) -> None:
         if id(place.node) in self._dead(place.module):
             return  # code that never runs on this release: the fallback of a test the release passes
+        if code not in _IMPORT_CODES and self.callers.other_release_adapter(place.module):
+            return  # a module written for another release (`connector_085`) that nothing imports
         if place.guard == "guarded":
             if code != "vllm-import-missing":
                 return  # a use the plugin tests for (hasattr, a version check, try/except) before making it
@@ -535,6 +586,8 @@ class ReleaseCheck:
             symbol, signature = found
             problem = call_problem(signature, len(node.args), [k.arg for k in node.keywords if k.arg])
             label = symbol.qualname if symbol.kind != "member" else f"{symbol.module}.{symbol.name}"
+            if problem and _other_branch_binds(module, node, signature):  # type: ignore[arg-type]
+                continue  # the other branch of an if/else makes the call this release takes
             if problem:
                 self.report(
                     "vllm-call-signature",
@@ -577,7 +630,7 @@ class ReleaseCheck:
         take the arguments vLLM's own calls of the original pass."""
         table = self.tables[module.name]
         functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
-        for assignment in _replacements(module):
+        for assignment in replacements(module):
             node, owner_expr, attr, value = assignment
             owner = qualified(owner_expr, table) if isinstance(owner_expr, ast.Name | ast.Attribute) else None
             if not owner or owner.split(".")[0] != "vllm" or _is_dunder(attr):
@@ -586,8 +639,8 @@ class ReleaseCheck:
             if owner_symbol.kind not in {"class", "module"}:
                 continue
             if not functions:
-                functions = _functions_by_name(module)
-            replacement = _replacement_function(value, node, functions)
+                functions = functions_by_name(module)
+            replacement = replacement_function(value, node, functions)
             if replacement is None:
                 continue  # a value (a flag, a setting) or a wrapper's result: nothing to compare
             target = self.index.resolve(f"{owner}.{attr}")
@@ -665,7 +718,7 @@ class ReleaseCheck:
         loggers: set[int] | None = None
         for node in module.of_type(ast.Constant):
             value = node.value  # type: ignore[attr-defined]
-            if not isinstance(value, str) or not value.startswith("vllm.") or not _DOTTED.fullmatch(value):
+            if not isinstance(value, str) or not value.startswith("vllm.") or not DOTTED.fullmatch(value):
                 continue
             if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
@@ -754,7 +807,11 @@ class ReleaseCheck:
             left |= abstract
             for cls in self.index.mro(base)[0]:
                 concrete |= set(self.index.class_entry(cls).get("m", {})) - abstract
-        missing = sorted(left - concrete - members)
+        missing = sorted(left - concrete - members - self._left_abstract_by_vllm(bases))
+        if missing and self._only_read_from(place.module, node):
+            return  # the class is a namespace of methods the plugin copies elsewhere: nothing creates one
+        if missing and self._replaces_abstract_layer(node):
+            return  # it replaces (register_oot) an in-tree class vLLM cannot create either: vLLM never does
         if missing:
             names = ", ".join(f"{m}()" for m in missing)
             self.report(
@@ -764,6 +821,97 @@ class ReleaseCheck:
                 f"{self.release}: creating a {node.name} raises TypeError",
                 f"implement {names}",
             )
+
+    def _left_abstract_by_vllm(self, bases: list[Symbol]) -> set[str]:
+        """Abstract methods of `bases` that a class of vLLM's own deriving from them leaves unimplemented while
+        no vLLM class derives from it further: vLLM uses such classes as classes, never creating one (an
+        attention backend's static methods: GDNAttentionBackend has no get_impl_cls), so nothing enforces them."""
+        memo = self.__dict__.setdefault("_left_memo", {})
+        key = tuple(b.qualname for b in bases)
+        if key not in memo:
+            leaves = _leaf_classes(self.index)
+            wanted = {(b.module, b.name) for b in bases}
+            left: set[str] = set()
+            for leaf in leaves:
+                order = self.index.mro(leaf)[0]
+                if wanted & {(c.module, c.name) for c in order[1:]}:
+                    left |= self.index.abstract_methods(leaf)
+            memo[key] = left
+        return memo[key]
+
+    def _replaces_abstract_layer(self, node: ast.ClassDef) -> bool:
+        """The class stands in for the in-tree class `Name` (registered with `register_oot`, directly or
+        through a `{"Name": Cls}` table, or assigned over it: `vllm_module.Name = Cls`), and the release leaves
+        that class abstract: vLLM uses the stand-in where it would use `Name` itself, which it never creates
+        (a layer's subclasses are looked up under their own names: QwenGatedDeltaNetAttention, not
+        GatedDeltaNetAttention; a factory class is asked for its get_moe_method, never instantiated)."""
+        names: set[str] = set()
+        for module in self.package.parsed():
+            for _statement, owner, attr, value in replacements(module):
+                if isinstance(value, ast.Name) and value.id == node.name and attr[:1].isupper():
+                    qualname = qualified(owner, self.tables[module.name]) if isinstance(owner, ast.Name) else None
+                    if qualname and qualname.split(".")[0] == "vllm":
+                        names.add(attr)
+            for n in module.of_type(ast.Dict, ast.Call):
+                if n.__class__ is ast.Dict:
+                    for key, value in zip(n.keys, n.values, strict=True):  # type: ignore[attr-defined]
+                        if isinstance(key, ast.Constant) and isinstance(value, ast.Name) and value.id == node.name:
+                            names.add(str(key.value))
+                elif getattr(n.func, "attr", None) == "register_oot":  # type: ignore[attr-defined]
+                    given = {k.arg: k.value for k in n.keywords}  # type: ignore[attr-defined]
+                    target = given.get("name")
+                    values = [*n.args, *given.values()]  # type: ignore[attr-defined]
+                    if isinstance(target, ast.Constant) and any(
+                        isinstance(v, ast.Name) and v.id == node.name for v in values
+                    ):
+                        names.add(str(target.value))
+        if not names:
+            return False
+        classes = self.callers.vllm_classes
+        return all(any(self.index.abstract_methods(symbol) for symbol in classes.get(name, ())) for name in names)
+
+    def _only_read_from(self, module: Module, node: ast.ClassDef) -> bool:
+        """Whether the package reads attributes of the class (`Cls.method`) and otherwise only names it as a
+        base or in an annotation: it never calls, passes, returns or stores it, nor names it in a string or an
+        entry point, so nothing creates an instance. A class the package never names at all may be named from
+        outside (`--scheduler-cls pkg.mod.Cls`), and is not one."""
+        name = node.name
+        qualname = f"{module.name}.{name}"
+        if any(name in ep.value for ep in self.package.entry_points):
+            return False
+        read = False
+        for other in self.package.modules.values():
+            if other.tree is None:
+                continue
+            names = {name}
+            names |= {
+                a.asname
+                for n in other.of_type(ast.ImportFrom)
+                for a in n.names  # type: ignore[attr-defined]
+                if a.name == name and a.asname
+            }
+            skipped = _in_annotations(other)
+            attribute_heads = {
+                id(n.value)  # type: ignore[attr-defined]
+                for n in other.of_type(ast.Attribute)
+                if n.value.__class__ is ast.Name  # type: ignore[attr-defined]
+            }
+            allowed = set(attribute_heads)
+            for n in other.of_type(ast.ClassDef):
+                allowed.update(id(b) for b in n.bases)  # type: ignore[attr-defined]
+            for n in walk_nodes(other.tree):
+                if n.__class__ is ast.Name and n.id in names:  # type: ignore[attr-defined]
+                    if id(n) not in allowed | skipped:
+                        return False
+                    read = read or (n.__class__ is ast.Name and id(n) in attribute_heads)
+                if (
+                    n.__class__ is ast.Constant
+                    and isinstance(n.value, str)  # type: ignore[attr-defined]
+                    and name in n.value  # type: ignore[attr-defined]
+                    and (qualname in n.value.replace(":", ".") or n.value == name)  # type: ignore[attr-defined]
+                ):
+                    return False
+        return read
 
     def _owner_of(self, bases: list[Symbol], member: str) -> str:
         for base in bases:
@@ -898,6 +1046,8 @@ class ReleaseCheck:
             return
         signature = signature.bound()
         problem = call_problem(signature, len(call.args), [k.arg for k in call.keywords if k.arg])
+        if problem and _other_branch_binds(module, call, signature):
+            return  # `if x is not None: super().f(a, x=x)` / `else: super().f(a)`: one branch per release
         if problem:
             self.report(
                 "vllm-super-call-signature",
@@ -910,54 +1060,6 @@ class ReleaseCheck:
 
 
 _PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
-Replacement = tuple[ast.AST, ast.expr, str, ast.expr]  # (statement, object patched, attribute, new value)
-
-
-def _replacements(module: Module) -> Iterator[Replacement]:
-    """`X.attr = value` and `setattr(X, "attr", value)` in the module."""
-    if "patch-replacements" in module.memo:
-        yield from module.memo["patch-replacements"]  # type: ignore[misc]
-        return
-    found: list[Replacement] = []
-    for node in module.of_type(ast.Assign):
-        for target in node.targets:  # type: ignore[attr-defined]
-            if isinstance(target, ast.Attribute):
-                found.append((node, target.value, target.attr, node.value))  # type: ignore[attr-defined]
-    for node in module.of_type(ast.Call):
-        func, args = node.func, node.args  # type: ignore[attr-defined]
-        if getattr(func, "id", None) == "setattr" and len(args) == 3:
-            name = args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                found.append((node, args[0], name.value, args[2]))
-    module.memo["patch-replacements"] = found
-    yield from found
-
-
-def _functions_by_name(module: Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
-    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
-    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-        found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
-    return found
-
-
-def _replacement_function(
-    value: ast.expr, at: ast.AST, functions: dict
-) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
-    """The function a replacement assigns: a lambda, or the nearest def of that name before the assignment
-    (`classmethod(fn)` / `staticmethod(fn)` unwrapped); None for anything else (a wrapper's result)."""
-    if (
-        isinstance(value, ast.Call)
-        and getattr(value.func, "id", None) in {"classmethod", "staticmethod"}
-        and value.args
-    ):
-        value = value.args[0]
-    if isinstance(value, ast.Lambda):
-        return value
-    if not isinstance(value, ast.Name):
-        return None
-    line = getattr(at, "lineno", 0)
-    before = [f for f in functions.get(value.id, ()) if f.lineno <= line]
-    return max(before, key=lambda f: f.lineno) if before else None
 
 
 def _lambda_signature(node: ast.Lambda) -> str:
@@ -1031,6 +1133,60 @@ def _head(node: ast.expr) -> ast.expr:
     return node
 
 
+def _branch_calls(module: Module) -> dict[int, list[ast.Call]]:
+    """id() of each call inside one branch of an `if`/`else` -> the calls of the same function (by its text)
+    in the other branch: two ways of making one call, typically one per release."""
+    memo = module.memo.get("release-branch-calls")
+    if memo is None:
+        memo = {}
+        for node in module.of_type(ast.If):
+            if not node.orelse:  # type: ignore[attr-defined]
+                continue
+            sides = []
+            for branch in (node.body, node.orelse):  # type: ignore[attr-defined]
+                calls: dict[str, list[ast.Call]] = {}
+                for stmt in branch:
+                    for n in walk_nodes(stmt):
+                        if n.__class__ is ast.Call:
+                            calls.setdefault(ast.unparse(n.func), []).append(n)  # type: ignore[attr-defined, arg-type]
+                sides.append(calls)
+            for mine, theirs in ((sides[0], sides[1]), (sides[1], sides[0])):
+                for text, calls in mine.items():
+                    for call in calls:
+                        if text in theirs:
+                            memo.setdefault(id(call), []).extend(theirs[text])
+        module.memo["release-branch-calls"] = memo
+    return memo  # type: ignore[return-value]
+
+
+def _other_branch_binds(module: Module, call: ast.Call, signature: Signature) -> bool:
+    """The call sits in one branch of an if/else whose other branch calls the same function in a way that
+    binds to `signature`: the plugin picks the call per release, and this one is for another."""
+    for other in _branch_calls(module).get(id(call), ()):
+        if any(isinstance(a, ast.Starred) for a in other.args) or any(k.arg is None for k in other.keywords):
+            continue
+        if call_problem(signature, len(other.args), [k.arg for k in other.keywords if k.arg]) is None:
+            return True
+    return False
+
+
+_LEAVES: dict[tuple[str, str, int], list[Symbol]] = {}
+
+
+def _leaf_classes(index: ReleaseIndex) -> list[Symbol]:
+    """Every class of the release no class of the release derives from."""
+    key = (index.distribution, index.version, id(index))
+    if key not in _LEAVES:
+        classes = [
+            Symbol("class", f"{module}.{name}", module, name)
+            for module, entry in index.modules.items()
+            for name in entry.get("c", {})
+        ]
+        derived = {(b.module, b.name) for symbol in classes for b in index.bases(symbol) if b.kind == "class"}
+        _LEAVES[key] = [symbol for symbol in classes if (symbol.module, symbol.name) not in derived]
+    return _LEAVES[key]
+
+
 def _runtime_aliases(module: Module) -> dict[str, str]:
     """The module's import table, without names imported only under `if TYPE_CHECKING:`."""
     table = aliases(module)
@@ -1080,7 +1236,10 @@ def with_tests(package: PluginPackage) -> PluginPackage:
 
 
 def check(
-    package: PluginPackage, index: ReleaseIndex, others: list[ReleaseIndex], sites: CallSites | None = None
+    package: PluginPackage,
+    index: ReleaseIndex,
+    others: list[ReleaseIndex] | Callable[[], list[ReleaseIndex]],
+    sites: CallSites | None = None,
 ) -> list[Finding]:
     """Every finding of `package` against the release `index`; with `sites` (the call sites of the installed
     vLLM that `index` is) an override vLLM cannot reach is not reported."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from vllm_scaffold.doctor.reading.callers import CallSite, CallSites
 from vllm_scaffold.doctor.reading.source import references
+from vllm_scaffold.doctor.releases.replacements import patch_replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
 from vllm_scaffold.vllm_facts import Signature
 
@@ -112,7 +113,7 @@ class OverrideCallers:
     def can_call(self, qualname: str, method: str, override: Signature, base: Signature) -> bool:
         """Whether vLLM can call `method` of the plugin class `qualname` with arguments `override` rejects
         (`base` is the signature of the vLLM method it overrides)."""
-        if self._unbuilt_model(qualname) or self._other_release_adapter(self.check.plugin_classes[qualname][0]):
+        if self._unbuilt_model(qualname) or self.other_release_adapter(self.check.plugin_classes[qualname][0]):
             return False
         if self._as_vllm_does(qualname.rpartition(".")[2], method, base, override):
             return False
@@ -147,14 +148,94 @@ class OverrideCallers:
             return any(site.cls in self.mro(member) and not self.replaces(member, site.function) for member in family)
         if site.cls is not None:
             return not self._caller_replaced(site.cls, site.function)
+        if site.function and f"{site.module}.{site.function}" in self._patched_away:
+            return False  # the plugin replaced the calling function with its own
+        if not site.function and depth and self._on_own_classes(site):
+            return False  # import-time code handing the function vLLM's own classes, never the plugin's
         if not site.function or depth >= _DEPTH or self.sites is None:
             return True
-        callers = self.sites.of(site.function)
+        named = self.sites.of(site.function)
+        # a method of the same name on some object is another function; where no call is written as one of
+        # the function (it is imported under another name), those calls are followed as before
+        callers = [c for c in named if self._calls_function(c, site)] or named
         if not callers:
             return self.sites.mentioned(site.function)
+        following = self.__dict__.setdefault("_following", {})
+        following.update({id(caller): site.function for caller in callers})
         return any(self._reached(caller, None, depth + 1) for caller in callers)
 
+    @cached_property
+    def _patched_away(self) -> frozenset[str]:
+        """The vLLM functions and methods ("module.Class.method", "module.function", by defining module) the
+        plugin replaces with a function of its own that never reaches the original: vLLM's calls written in
+        them never run. A replacement is `Cls.method = fn`, `setattr(Cls, "method", fn)`, or a function
+        decorated with a call naming the target as a `"vllm.x.y.Cls.method"` string (a patch registry); one
+        whose body names the method again (`original_method(self, ...)`, `Cls._orig_method`) may call it."""
+        index = self.check.index
+        found: set[str] = set()
+        for module in self.check.package.parsed():
+            for target, function in patch_replacements(module, self.check.tables[module.name]):
+                owner, _, attr = target.rpartition(".")
+                if _names(function, attr):
+                    continue
+                symbol = index.resolve(owner)
+                if symbol.kind == "class":
+                    found.add(f"{symbol.module}.{symbol.name}.{attr}")
+                elif symbol.kind == "module":
+                    found.add(f"{symbol.qualname}.{attr}")
+        return frozenset(found)
+
+    def _calls_function(self, caller: CallSite, function: CallSite) -> bool:
+        """Whether the call at `caller` calls the module-level function `function` sits in: a bare call in
+        its own module or where it is imported, or one through the module (`attn_utils.f(...)`); a method of
+        the same name on some object (`self.runner.f()`) is another function."""
+        assert self.sites is not None
+        if caller.on_self:
+            return False
+        receiver = self.sites.receiver(caller, function.function)
+        if receiver is None:
+            return caller.spread  # unreadable: keep it only when the scan could not read the call either
+        if receiver == "":
+            return True
+        imported = self.sites.imports(caller.module)
+        head, _, rest = receiver.partition(".")
+        target = imported.get(head)
+        if target is None:
+            return False
+        return f"{target}.{rest}".rstrip(".") == function.module
+
+    def _on_own_classes(self, site: CallSite) -> bool:
+        """A call in a vLLM module's top-level code whose arguments are all constants or vLLM classes (defined
+        there or imported from vLLM): `Backend = make_backend(TritonBackend, _FABackend, name="...")`."""
+        assert self.sites is not None
+        found = self.sites.top_level_call(site, self._followed_name(site))
+        if found is None:
+            return False
+        call, tree = found
+        defined = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        imported = {
+            alias.asname or alias.name: f"{n.module}.{alias.name}"
+            for n in tree.body
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] == "vllm"
+            for alias in n.names
+        }
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(argument, ast.Name) and argument.id == "__name__" or _literal(argument):
+                continue
+            if not isinstance(argument, ast.Name):
+                return False
+            if argument.id in defined:
+                continue
+            if argument.id not in imported or self.check.index.resolve(imported[argument.id]).kind != "class":
+                return False
+        return True
+
+    def _followed_name(self, site: CallSite) -> str:
+        return self.__dict__.get("_following", {}).get(id(site), "")
+
     def _caller_replaced(self, cls: str, function: str) -> bool:
+        if f"{cls}.{function}" in self._patched_away:
+            return True  # the plugin replaced the calling method with its own
         plugin = self.check.plugin_classes
         if any(cls in self.mro(q) and self.replaces(q, function) for q in plugin):
             return True  # the plugin subclasses the caller and overrides the calling method
@@ -178,6 +259,11 @@ class OverrideCallers:
             if override_problem(base, Signature.parse(text)) == problem:
                 return True
         return False
+
+    @cached_property
+    def vllm_classes(self) -> dict[str, list]:
+        """Every class of the release by its name."""
+        return self._vllm_classes
 
     @cached_property
     def _vllm_classes(self) -> dict[str, list]:
@@ -213,8 +299,14 @@ class OverrideCallers:
                     found |= {n.attr for a in node.args for n in ast.walk(a) if isinstance(n, ast.Attribute)}
         return found
 
-    def _other_release_adapter(self, module: Module) -> bool:
+    def other_release_adapter(self, module: Module) -> bool:
         """A module named for another vLLM release (`connector_085`) that nothing in the package imports."""
+        memo = self.__dict__.setdefault("_adapter_memo", {})
+        if module.name not in memo:
+            memo[module.name] = self._other_release_adapter(module)
+        return memo[module.name]
+
+    def _other_release_adapter(self, module: Module) -> bool:
         tag = _VERSION_TAG.search(module.name.rpartition(".")[2])
         if tag is None or tag.group(1) in self.check.index.version.replace(".", ""):
             return False
@@ -222,6 +314,27 @@ class OverrideCallers:
         named = [ep.value.partition(":")[0].strip() for ep in package.entry_points]
         named += [ref for other in package.parsed() if other is not module for ref in references(other)]
         return not any(ref == module.name or ref.startswith(module.name + ".") for ref in named)
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _names(function: ast.AST, name: str) -> bool:
+    """Whether `name` occurs in the function's body: as an attribute, in a name, or in a string."""
+    body = function.body if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) else [function]
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Attribute) and name in node.attr:
+            return True
+        if isinstance(node, ast.Name) and name in node.id:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and name in node.value:
+            return True
+    return False
 
 
 def _takes_any_keywords(override: Signature, site: CallSite) -> bool:

@@ -12,11 +12,14 @@ def call_problem(signature: Signature, positional: int, keywords: list[str]) -> 
     takes = signature.positional
     if positional > len(takes) and not signature.varargs:
         return f"it takes {len(takes)} positional arguments, the call passes {positional}"
+    filled = {p.name for p in takes[:positional]}
     for keyword in keywords:
         param = signature.param(keyword)
         if (param is None or param.kind == "posonly") and not signature.varkw:
             return f"it has no parameter '{keyword}'"
-    given = {p.name for p in takes[:positional]} | set(keywords)
+        if keyword in filled and param is not None and param.kind != "posonly":
+            return f"the call passes '{keyword}' both by position and by keyword"
+    given = filled | set(keywords)
     missing = [
         p.name
         for p in params

@@ -2,7 +2,7 @@
 
 Findings take their severity from here, docs/doctor.md's list of codes is generated from it
 (`python scripts/doctor_docs.py` rewrites that part of the page), and the tests read it to require a
-fixture per code.
+fixture per code. An error code also names, in `fails`, how the finding fails at run time.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ class Code:
     lang: str  # the example's language, for the code fence
     example: str
     section: str
+    # How an error fails at run time on the release it is found against (the severity contract in
+    # docs/doctor.md): every error code names it, and nothing else does.
+    fails: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,251 @@
+"""Doctor fixture variants for the release checks a plain `doctor .` runs against the installed vLLM (0.32).
+
+Merged into `doctor_variants`' BROKEN, CLEAN and CONTRASTS, whose conventions they follow: a BROKEN variant
+shows exactly its code; a CLEAN one is a pattern real plugins use that doctor must not report, and its
+contrast, without what makes it intended, is reported.
+"""
+
+from __future__ import annotations
+
+from doctor_variants import Variant
+
+BROKEN: dict[str, Variant] = {
+    # vLLM 0.32 dropped get_block_table_width's kernel_block_size (0.31: (max_num_blocks, block_size,
+    # kernel_block_size=None, *, token_alignment=128)): a plain run on 0.32 finds it, as --vllm 0.32.0 does.
+    "vllm-call-signature": Variant(
+        {
+            "tables.py": '''
+            """Sizes the plugin's block tables as vLLM 0.31 did."""
+            from vllm.v1.worker.block_table import get_block_table_width
+
+
+            def table_width(max_blocks: int, block_size: int, kernel_block_size: int) -> int:
+                return get_block_table_width(max_blocks, block_size, kernel_block_size=kernel_block_size)
+            ''',
+        }
+    ),
+}
+
+CLEAN: dict[str, Variant] = {
+    # create_weights(self, layer, **kwargs) takes what vLLM 0.32's RoutedExperts passes
+    # (create_weights(layer=self, **moe_quant_params)); the positional call of another class's create_weights
+    # (VocabParallelEmbedding's, which passes params_dtype both by position and by keyword to a fused-MoE
+    # signature) cannot bind to the base either, so it is no call of this method; the linear method the
+    # package provides plays the part of vLLM's own linear methods, whose create_weights calls are theirs.
+    "override-takes-vllm-keywords": Variant(
+        {
+            "moe.py": '''
+            """The linear and fused-MoE methods of the Fx quantization, wrapping the unquantized ones."""
+            from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEMethodBase
+            from vllm.model_executor.layers.linear import LinearMethodBase
+
+
+            class FxLinearMethod(LinearMethodBase):
+                def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
+                                   output_size, params_dtype, **extra_weight_attrs):
+                    self.created = extra_weight_attrs
+
+                def apply(self, layer, x, bias=None):
+                    return x
+
+
+            class FxMoEMethod(FusedMoEMethodBase):
+                def create_weights(self, layer, **kwargs):
+                    self.created = kwargs
+
+                def get_fused_moe_quant_config(self, layer):
+                    return None
+
+                def apply(self, layer, x, topk_weights, topk_ids, shared_experts, shared_experts_input):
+                    return x
+            ''',
+        }
+    ),
+    # The plugin's KV cache manager takes fewer arguments than 0.32's SingleTypeKVCacheManager method, but the
+    # only vLLM method calling it on a manager, KVCacheCoordinator.get_num_blocks_to_allocate, is replaced by
+    # the plugin's own (registered through a patch decorator naming its target), which never calls the original.
+    "override-caller-patched-away": Variant(
+        {
+            "kv.py": '''
+            """Block accounting of the Fx cache: one block per request."""
+            from vllm.v1.core.single_type_kv_cache_manager import FullAttentionManager
+
+            PATCHES: dict[str, object] = {}
+
+
+            def fx_patch(*, target: str):
+                def record(function):
+                    PATCHES[target] = function
+                    return function
+
+                return record
+
+
+            class FxManager(FullAttentionManager):
+                def get_num_blocks_to_allocate(self, request_id, num_tokens):
+                    return 1
+
+
+            @fx_patch(target="vllm.v1.core.kv_cache_coordinator.KVCacheCoordinator.get_num_blocks_to_allocate")
+            def fx_blocks(self, request_id, num_tokens, *args, **kwargs):
+                return len(self.single_type_managers)
+            ''',
+        }
+    ),
+    # GatedDeltaNetAttention leaves get_state_shape abstract; the plugin only copies a method of its subclass
+    # onto the in-tree layer and never creates one.
+    "abstract-class-as-namespace": Variant(
+        {
+            "gdn.py": '''
+            """The Fx core of the gated delta-net layer, grafted onto vLLM's Qwen layer."""
+            from vllm.model_executor.layers.mamba.gdn.base import GatedDeltaNetAttention
+            from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+
+
+            class FxGatedDeltaNet(GatedDeltaNetAttention):
+                def _forward_core(self, *args, **kwargs):
+                    return None
+
+
+            def install() -> None:
+                QwenGatedDeltaNetAttention._forward_core = FxGatedDeltaNet._forward_core
+            ''',
+        }
+    ),
+    # Registered as the out-of-tree GatedDeltaNetAttention, which 0.32 leaves abstract: vLLM never creates that
+    # class (its models build QwenGatedDeltaNetAttention, looked up under its own name), so nor the plugin's.
+    "replaces-abstract-layer": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+            from vllm.model_executor.custom_op import CustomOp
+            from vllm.model_executor.layers.mamba.gdn.base import GatedDeltaNetAttention
+
+            _REGISTERED = False
+
+
+            class FxGatedDeltaNet(GatedDeltaNetAttention):
+                def _forward_core(self, *args, **kwargs):
+                    return None
+
+
+            def register() -> None:
+                global _REGISTERED
+                if _REGISTERED:
+                    return
+                _REGISTERED = True
+                CustomOp.register_oot(_decorated_op_cls=FxGatedDeltaNet, name="GatedDeltaNetAttention")
+            ''',
+        }
+    ),
+    # Assigned over vLLM's CompressedTensorsMoEMethod, a factory class 0.32 leaves abstract and only asks for
+    # get_moe_method: the plugin's stand-in is never created either.
+    "stands-in-for-abstract-factory": Variant(
+        {
+            "moe_factory.py": '''
+            """Picks the Fx fused-MoE methods for compressed-tensors checkpoints."""
+            from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEMethodBase
+            from vllm.model_executor.layers.quantization.compressed_tensors import compressed_tensors_moe
+
+
+            class FxCompressedMoEMethod(FusedMoEMethodBase):
+                @staticmethod
+                def get_moe_method(quant_config, layer, layer_name):
+                    raise NotImplementedError(f"no Fx method for {layer_name}")
+
+
+            def install() -> None:
+                compressed_tensors_moe.CompressedTensorsMoEMethod = FxCompressedMoEMethod
+            ''',
+        }
+    ),
+    # AttentionBackend declares get_impl_cls abstract, but vLLM's own GDN and indexer backends leave it out:
+    # vLLM uses backend classes as classes and never creates one.
+    "abstract-left-by-vllm-too": Variant(
+        {
+            "backend.py": '''
+            """The Fx indexer's attention backend: a builder, no attention implementation."""
+            from vllm.v1.attention.backend import AttentionBackend
+
+
+            class FxIndexerBackend(AttentionBackend):
+                @staticmethod
+                def get_name() -> str:
+                    return "FX_INDEXER"
+
+                @staticmethod
+                def get_builder_cls():
+                    return None
+
+
+            def indexer_backend() -> type[AttentionBackend]:
+                return FxIndexerBackend
+            ''',
+        }
+    ),
+    # Both calls of the vLLM base's __init__ are written, one per release: the branch 0.32 takes passes
+    # tier_type alone, which its AsyncLookupManager takes.
+    "super-call-per-release": Variant(
+        {
+            "lookup.py": '''
+            """Asynchronous lookups with a deadline where vLLM's base class has one."""
+            import inspect
+
+            from vllm.v1.kv_offload.tiering.async_lookup import AsyncLookupManager
+
+            _TAKES_TIMEOUT = "lookup_timeout_s" in inspect.signature(AsyncLookupManager.__init__).parameters
+
+
+            class FxLookupManager(AsyncLookupManager):
+                def __init__(self, tier_type: str, lookup_timeout_s: float = 5.0) -> None:
+                    if _TAKES_TIMEOUT:
+                        super().__init__(tier_type=tier_type, lookup_timeout_s=lookup_timeout_s)
+                    else:
+                        super().__init__(tier_type=tier_type)
+
+                def batch_lookup(self, keys, req_context):
+                    return [None for _ in keys]
+            ''',
+        }
+    ),
+}
+
+CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "override-takes-vllm-keywords": (
+        "moe.py",
+        "def create_weights(self, layer, **kwargs):",
+        "def create_weights(self, layer):",
+        "vllm-override-signature",
+    ),
+    "override-caller-patched-away": (
+        "kv.py",
+        "return len(self.single_type_managers)",
+        "return PATCHES['original'].get_num_blocks_to_allocate(self, request_id, num_tokens, *args, **kwargs)",
+        "vllm-override-signature",
+    ),
+    "abstract-class-as-namespace": (
+        "gdn.py",
+        "FxGatedDeltaNet._forward_core\n",
+        "FxGatedDeltaNet()._forward_core\n",
+        "vllm-abstract-missing",
+    ),
+    "replaces-abstract-layer": (
+        "plugin.py",
+        'name="GatedDeltaNetAttention"',
+        'name="QwenGatedDeltaNetAttention"',
+        "vllm-abstract-missing",
+    ),
+    "stands-in-for-abstract-factory": (
+        "moe_factory.py",
+        "compressed_tensors_moe.CompressedTensorsMoEMethod = FxCompressedMoEMethod",
+        "compressed_tensors_moe.CompressedTensorsMoEMethod = FxCompressedMoEMethod()",
+        "vllm-abstract-missing",
+    ),
+    "abstract-left-by-vllm-too": ("backend.py", "def get_name()", "def get_label()", "vllm-abstract-missing"),
+    "super-call-per-release": (
+        "lookup.py",
+        "super().__init__(tier_type=tier_type)\n",
+        "super().__init__(tier_type=tier_type, lookup_timeout_s=None)\n",
+        "vllm-super-call-signature",
+    ),
+}
