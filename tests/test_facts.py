@@ -311,3 +311,47 @@ def test_rendered_claim_fields_contain_the_facts_claim_text() -> None:
                     assert "{fact:" not in line, (key, name)
                     assert facts.fact(fact_key).text() in line, (key, name, fact_key)
     assert checked > 0
+
+
+# Catalog claim lines that state nothing about how vLLM behaves, and why; every other line of a claim field or
+# pitfall writes `{fact:KEY}`, so its claim is checked on every release it names.
+_TEMPLATE = "describes what the generated apply() does, not vLLM"
+NOT_A_VLLM_CLAIM: dict[tuple[str, str], str] = {
+    ("custom-op", "Python side effects inside forward break torch.compile tracing"): "about torch.compile, not vLLM",
+    ("patch", "a wrapper set on the target's module or class by apply(), called from the general plugin"): _TEMPLATE,
+    (
+        "patch",
+        "applied only when the live target's parameters match the ones recorded for the installed release",
+    ): _TEMPLATE,
+    (
+        "patch",
+        "a module-level function imported by name elsewhere (`from vllm.x import f`) keeps the old reference in "
+        "modules imported before the patch; apply() rebinds the ones already imported",
+    ): "about Python's name binding and the generated apply()",
+    (
+        "patch",
+        "a method patched on a base class reaches subclasses that do not override it, and no subclass that does",
+    ): "about Python's attribute lookup",
+    (
+        "patch",
+        "vLLM may change the target's body without changing its parameters: the run-time check passes, doctor "
+        "--vllm warns that the source changed",
+    ): "about the generated run-time check and doctor; the source hashes are the release indexes' evidence",
+}
+
+
+def test_every_catalog_claim_states_a_fact() -> None:
+    from vllm_scaffold.catalog import CLAIM_FIELDS
+
+    unstated, allowed = [], set()
+    for key, table in _raw_catalog().items():
+        for name in (*CLAIM_FIELDS, "pitfalls"):
+            raw = table.get(name)
+            for line in [raw] if isinstance(raw, str) else list(raw or []):  # type: ignore[arg-type]
+                if (key, line) in NOT_A_VLLM_CLAIM:
+                    allowed.add((key, line))
+                elif "{fact:" not in str(line):
+                    unstated.append(f"{key}.{name}: {line}")
+    assert not unstated, "catalog claims without a {fact:KEY} (write the fact in facts.toml):\n" + "\n".join(unstated)
+    gone = set(NOT_A_VLLM_CLAIM) - allowed
+    assert not gone, f"allowed lines no longer in the catalog: {gone}"
