@@ -83,12 +83,13 @@ def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run
     for seam in CATALOG.values():  # every seam, title and key, under their category headings, at 80 columns
         assert seam.key in screen and seam.title in screen and seam.category in screen, seam.key
     first = CATALOG[listed_order()[0]]
-    terminal.wait_for(f"{first.title} ({first.key})", first.summary, f"Runs in: {first.process_family}.")
+    terminal.wait_for(f"{first.title} ({first.key})", first.summary, f"Runs in: {first.process_family.rstrip('.')}.")
 
     steps = listed_order().index("scheduler")
     terminal.press(*["down"] * steps)
     scheduler = CATALOG["scheduler"]
-    terminal.wait_for("> scheduler", f"Runs in: {scheduler.process_family}.", f"Loaded: {scheduler.load_timing}.")
+    runs_in, loaded = scheduler.process_family.rstrip("."), scheduler.load_timing.rstrip(".")
+    terminal.wait_for("> scheduler", f"Runs in: {runs_in}.", f"Loaded: {loaded}.")
     terminal.press("enter")
 
     terminal.wait_for("Package name")
@@ -126,7 +127,7 @@ def test_a_short_terminal_scrolls_the_list_and_shows_a_scroll_bar(run) -> None:
     order = listed_order()
     terminal = run("new", rows=24)
     first = CATALOG[order[0]]
-    terminal.wait_for(SEAM_QUESTION, f"> {order[0]}", f"Loaded: {first.load_timing}.")
+    terminal.wait_for(SEAM_QUESTION, f"> {order[0]}", f"Loaded: {first.load_timing.rstrip('.')}.")
     terminal.wait_until(lambda lines: any(len(line) == 80 and line.endswith("v") for line in lines), "scroll bar")
     assert not any(line.startswith(f"  {order[-1]} ") for line in terminal.lines())  # below the fold
     terminal.press(*["down"] * (len(order) - 1))

@@ -114,8 +114,8 @@ class SeamPicker:
         paragraphs = [
             ("class:label", f"{seam.title} ({seam.key})"),
             ("", seam.summary),
-            ("", f"Runs in: {seam.process_family}."),
-            ("", f"Loaded: {seam.load_timing}."),
+            ("", f"Runs in: {seam.process_family.rstrip('.')}."),
+            ("", f"Loaded: {seam.load_timing.rstrip('.')}."),
         ]
         if seam.key in self.notes:
             paragraphs.append(("class:note", f"* {self.notes[seam.key]}"))
