@@ -144,6 +144,7 @@ NO_VLLM_CLAIM = {
     "vllm-not-installed": _PACKAGE,
     "vllm-version-outside-range": _PACKAGE,
     "vllm-range-invalid": _PACKAGE,
+    "version-range-excludes-release": _PACKAGE,  # the package's own version test, run with the release's version
     "vllm-hard-requirement": "about pip and the distributions' names, not vLLM's code",
     "ray-worker-missing-plugin": _OBSERVED,
     "vllm-import-missing": _INDEX,
