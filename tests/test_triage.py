@@ -293,7 +293,12 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
         OFFLOAD_EDITS,
         {},
         {
-            ("vllm.v1.kv_offload.factory[OffloadingSpecFactory.register_spec('AcmeSpec')]", "added", "kv-offload", OFFLOAD_CMD),
+            (
+                "vllm.v1.kv_offload.factory[OffloadingSpecFactory.register_spec('AcmeSpec')]",
+                "added",
+                "kv-offload",
+                OFFLOAD_CMD,
+            ),
             ("vllm.v1.kv_offload.acme.AcmeSpec", "added", "kv-offload", OFFLOAD_CMD),
         },
     ),
