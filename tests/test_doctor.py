@@ -201,9 +201,12 @@ def test_live_probe_reports_exactly_its_code(name: str, live_reports, vllm_impor
 def test_a_patch_that_wraps_its_own_replacement_when_called_again_is_found(live_reports) -> None:
     report = _live(live_reports, "general-plugin-not-idempotent")
     messages = [f.message for f in report.findings if f.code == "general-plugin-not-idempotent"]
-    assert len(messages) == 2, _summary(report)
+    assert len(messages) == 3, _summary(report)
     [patch] = [m for m in messages if "again:" in m and "Scheduler.schedule" in m]
     assert "vllm.v1.core.sched.scheduler.Scheduler._fx_original_schedule" in patch and "RecursionError" in patch
+    # an offloading spec registered without a guard: OffloadingSpecFactory refuses the name the second time
+    [offload] = [m for m in messages if "fx_general_plugin_not_idempotent_offload" in m]
+    assert "ValueError" in offload, offload
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_ONLY - NEEDS_OTHERS))
