@@ -92,6 +92,46 @@ def test_seam_pages_write_no_line_number_by_hand() -> None:
         assert not re.findall(r"\.py:\d|`:\d+`", outside), f"{page.name}: a line number outside a fact marker"
 
 
+# A line number in vLLM's sources, written by hand: `vllm/x.py:123`, `x.py:12,40`, "line 123".
+HAND_LINE_NUMBER = re.compile(r"\.py:\d|\blines? \d+")
+
+
+def _hand_line_numbers(text: str) -> list[str]:
+    """The hand-written line numbers of `text`, outside the markers scripts/facts_docs.py fills and outside the
+    list it writes into docs/facts.md."""
+    head, begin, rest = text.partition(facts_docs.BEGIN)
+    text = head + (rest.partition(facts_docs.END)[2] if begin else "")
+    text = facts.MARKER.sub("", text)
+    return [text[max(0, m.start() - 40) : m.end() + 10] for m in HAND_LINE_NUMBER.finditer(text)]
+
+
+def test_hand_line_numbers_are_found() -> None:
+    assert _hand_line_numbers("see `vllm/plugins/__init__.py:72` and line 40")
+    assert _hand_line_numbers("(`registry.py:161`)")
+    marked = "<!--cite:cite-register-oot-->`vllm/model_executor/custom_op.py:335`<!--/cite-->"
+    assert not _hand_line_numbers(marked)
+    assert not _hand_line_numbers("lines of code, a `.py` file, `pkg.mod:Class`")
+
+
+def test_no_line_number_of_vllm_is_written_by_hand() -> None:
+    """Docs, catalog and templates cite vLLM's code through the facts' anchors (a marker or `{fact:KEY}`), whose
+    line numbers scripts/facts_docs.py writes per release: a number written by hand drifts between releases."""
+    paths = [
+        *ROOT.glob("docs/**/*.md"),
+        *ROOT.glob("vllm_scaffold/catalog/**/*.toml"),
+        *(path for path in (ROOT / "templates").rglob("*") if path.is_file()),
+    ]
+    found = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        found += [f"{path.relative_to(ROOT)}: ...{hit}..." for hit in _hand_line_numbers(text)]
+    assert len(paths) > 50
+    assert not found, "line numbers written by hand (cite through a fact):\n" + "\n".join(found)
+
+
 def _found(paths: list[Path], pattern: str) -> list[tuple[str, str]]:
     return [(path.name, key) for path in paths for key in re.findall(pattern, path.read_text(encoding="utf-8"))]
 
@@ -312,3 +352,47 @@ def test_rendered_claim_fields_contain_the_facts_claim_text() -> None:
                     assert "{fact:" not in line, (key, name)
                     assert facts.fact(fact_key).text() in line, (key, name, fact_key)
     assert checked > 0
+
+
+# Catalog claim lines that state nothing about how vLLM behaves, and why; every other line of a claim field or
+# pitfall writes `{fact:KEY}`, so its claim is checked on every release it names.
+_TEMPLATE = "describes what the generated apply() does, not vLLM"
+NOT_A_VLLM_CLAIM: dict[tuple[str, str], str] = {
+    ("custom-op", "Python side effects inside forward break torch.compile tracing"): "about torch.compile, not vLLM",
+    ("patch", "a wrapper set on the target's module or class by apply(), called from the general plugin"): _TEMPLATE,
+    (
+        "patch",
+        "applied only when the live target's parameters match the ones recorded for the installed release",
+    ): _TEMPLATE,
+    (
+        "patch",
+        "a module-level function imported by name elsewhere (`from vllm.x import f`) keeps the old reference in "
+        "modules imported before the patch; apply() rebinds the ones already imported",
+    ): "about Python's name binding and the generated apply()",
+    (
+        "patch",
+        "a method patched on a base class reaches subclasses that do not override it, and no subclass that does",
+    ): "about Python's attribute lookup",
+    (
+        "patch",
+        "vLLM may change the target's body without changing its parameters: the run-time check passes, doctor "
+        "--vllm warns that the source changed",
+    ): "about the generated run-time check and doctor; the source hashes are the release indexes' evidence",
+}
+
+
+def test_every_catalog_claim_states_a_fact() -> None:
+    from vllm_scaffold.catalog import CLAIM_FIELDS
+
+    unstated, allowed = [], set()
+    for key, table in _raw_catalog().items():
+        for name in (*CLAIM_FIELDS, "pitfalls"):
+            raw = table.get(name)
+            for line in [raw] if isinstance(raw, str) else list(raw or []):  # type: ignore[arg-type]
+                if (key, line) in NOT_A_VLLM_CLAIM:
+                    allowed.add((key, line))
+                elif "{fact:" not in str(line):
+                    unstated.append(f"{key}.{name}: {line}")
+    assert not unstated, "catalog claims without a {fact:KEY} (write the fact in facts.toml):\n" + "\n".join(unstated)
+    gone = set(NOT_A_VLLM_CLAIM) - allowed
+    assert not gone, f"allowed lines no longer in the catalog: {gone}"
