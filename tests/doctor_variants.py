@@ -1183,3 +1183,112 @@ CONTRASTS["offloading-spec-own-name"] = (
 )
 
 _merge_installed_release_variants()
+
+
+# What vLLM's import of an entry point's module runs (its package's __init__.py, the package modules imported
+# at module level, the functions that code calls, a module register() imports), read like register() itself:
+# name -> (variant, where general-plugin-side-effects points, or None when nothing is reported, what its
+# details say).
+IMPORT_TIME: dict[str, tuple[Variant, str | None, str]] = {
+    "env-in-package-init": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin: lets the engine core unpickle its custom messages."""
+                import os
+
+                os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
+                '''
+            }
+        ),
+        "src/fx_env_in_package_init/__init__.py:4",
+        "writes os.environ (through import fx_env_in_package_init at src/fx_env_in_package_init/__init__.py:4)",
+    ),
+    "patches-applied-at-import": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin: its patches apply when the package is imported."""
+                from fx_patches_applied_at_import import patches  # noqa: F401
+                ''',
+                "patches.py": '''
+                """Fx's replacement of the rejection sampler, applied at import."""
+                from vllm.v1.sample.rejection_sampler import RejectionSampler
+
+
+                def _fx_forward(self, *args, **kwargs):
+                    return None
+
+
+                def apply_all() -> None:
+                    RejectionSampler.forward = _fx_forward
+
+
+                apply_all()
+                ''',
+            }
+        ),
+        "src/fx_patches_applied_at_import/patches.py:10",
+        "replaces vllm.v1.sample.rejection_sampler.RejectionSampler.forward (through import "
+        "fx_patches_applied_at_import -> import fx_patches_applied_at_import.patches -> apply_all() at "
+        "src/fx_patches_applied_at_import/patches.py:10)",
+    ),
+    "register-imports-patching-module": (
+        Variant(
+            {
+                "plugin.py": '''
+                """The general plugin: importing the ops module installs the Fx kernels."""
+
+
+                def register() -> None:
+                    from fx_register_imports_patching_module import ops  # noqa: F401
+                ''',
+                "ops.py": '''
+                """Fx kernels in place of vLLM's RMSNorm."""
+                from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+                def _fx_forward(self, x, residual=None):
+                    return x
+
+
+                RMSNorm.forward_native = _fx_forward
+                ''',
+            }
+        ),
+        "src/fx_register_imports_patching_module/plugin.py:4",
+        "replaces vllm.model_executor.layers.layernorm.RMSNorm.forward_native (through import "
+        "fx_register_imports_patching_module.ops at src/fx_register_imports_patching_module/ops.py:9)",
+    ),
+    # Never runs: an import under TYPE_CHECKING, and a write the import-time call switches off.
+    "import-time-code-that-never-runs": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin."""
+                import os
+                from typing import TYPE_CHECKING
+
+                if TYPE_CHECKING:
+                    from fx_import_time_code_that_never_runs import patches  # noqa: F401
+
+
+                def _settle(mode: str, *, publish: bool = True) -> None:
+                    if publish:
+                        os.environ["FX_MODE"] = mode
+
+
+                _settle("eager", publish=False)
+                ''',
+                "patches.py": '''
+                """Patches only a launcher applies."""
+                from vllm.model_executor.layers.layernorm import RMSNorm
+
+                RMSNorm.forward_native = None
+                ''',
+            }
+        ),
+        None,
+        "",
+    ),
+}

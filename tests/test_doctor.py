@@ -411,3 +411,19 @@ def test_intended_patterns_are_reported_without_what_makes_them_intended(name: s
     assert set(doctor_variants.CONTRASTS) == set(doctor_variants.CLEAN)
     report = diagnose(doctor_variants.write_contrast(name, tmp_path), live=False, vllm_plugins=None)
     assert doctor_variants.CONTRASTS[name][3] in report.codes, _summary(report)
+
+
+@pytest.mark.parametrize("name", sorted(doctor_variants.IMPORT_TIME))
+def test_code_run_when_vllm_imports_the_entry_point_is_read(name: str, tmp_path: Path) -> None:
+    variant, where, detail = doctor_variants.IMPORT_TIME[name]
+    report = diagnose(doctor_variants.write(name, variant, tmp_path), live=False, vllm_plugins=None)
+    found = [f for f in report.findings if f.code == "general-plugin-side-effects"]
+    assert report.codes <= {"general-plugin-side-effects"}, _summary(report)
+    if where is None:
+        assert not found, _summary(report)
+        return
+    [finding] = found
+    assert finding.where == where, _summary(report)
+    assert detail in finding.details, finding.details
+    importing_only = not where.endswith("plugin.py:4")
+    assert finding.message.startswith("importing the general plugin") == importing_only, finding.message

@@ -42,6 +42,7 @@ StaticCheck = Callable[[Context], list[Finding]]
 
 STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_project.nothing_read,
+    checks_project.pth_files,
     checks_metadata.entry_point_groups,
     checks_metadata.entry_point_targets,
     checks_metadata.vllm_plugins_value,
