@@ -251,6 +251,9 @@ CLEAN: dict[str, Variant] = {
                 def schedule(self, throttle_prefills: bool = False):
                     granted = [r for r in self.waiting if self.kv_cache_manager.allocate_slots(r, r.num_tokens, 1)]
                     return self.fx_output(granted)
+
+                def fx_output(self, granted):
+                    return granted
             ''',
         }
     ),
@@ -629,6 +632,71 @@ BROKEN["vllm-attribute-missing"] = Variant(
         '''
     }
 )
+
+
+BROKEN["vllm-self-attribute-missing"] = Variant(
+    {
+        "manager.py": '''
+        """Fx's KV cache manager: zeroes the blocks it hands out (written against vLLM 0.31)."""
+        from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+
+        class FxKVCacheManager(KVCacheManager):
+            def blocks_to_zero(self, start: int, end: int) -> list[int]:
+                return list(self.get_zeroing_block_ids_in_range(start, end))
+        '''
+    }
+)
+
+# Reads of self.X the release check stays silent on: X assigned by the plugin (another method, another class of
+# the package, a subclass), an ancestor outside vLLM's index (torch.nn.Module under CustomOp), a __getattr__,
+# a vLLM Protocol (an interface the final class implements through its other bases).
+SELF_ATTRIBUTES_DEFINED = '''
+"""Fx's KV cache manager and RMSNorm."""
+from vllm.model_executor.layers.layernorm import RMSNorm
+from vllm.model_executor.models.interfaces import SupportsMultiModal
+from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+
+class FxKVCacheManager(KVCacheManager):
+    def warm_up(self) -> None:
+        self.fx_zeroed = 0
+
+    def blocks_to_zero(self) -> int:
+        return self.fx_zeroed + self.fx_pending + len(self.block_pool.blocks)
+
+
+class FxLazyManager(KVCacheManager):
+    def __getattr__(self, name: str) -> object:
+        return 0
+
+    def blocks_to_zero(self) -> object:
+        return self.get_zeroing_block_ids_in_range
+
+
+class FxRMSNorm(RMSNorm):
+    def forward_fx(self, x):
+        return x * self.fx_scale
+
+
+class FxBaseManager(KVCacheManager):
+    def view(self) -> object:
+        return self._fx_view()
+
+
+class FxPagedManager(FxBaseManager):
+    def _fx_view(self) -> object:
+        return self
+
+
+class FxMultimodalMixin(SupportsMultiModal):
+    def embed_fx(self) -> object:
+        return self._parse_fx_image()
+
+
+def settle(manager: FxKVCacheManager) -> None:
+    manager.fx_pending = 0
+'''
 
 
 # --- One module, several packages: variants of a shared module text (the clean fixture's quantization config,

@@ -427,3 +427,10 @@ def test_code_run_when_vllm_imports_the_entry_point_is_read(name: str, tmp_path:
     assert detail in finding.details, finding.details
     importing_only = not where.endswith("plugin.py:4")
     assert finding.message.startswith("importing the general plugin") == importing_only, finding.message
+
+
+def test_self_attributes_something_defines_are_not_reported(tmp_path: Path) -> None:
+    """The plugin assigns them, an ancestor outside vLLM's index may, or a __getattr__ answers: no finding."""
+    variant = doctor_variants.Variant({"manager.py": doctor_variants.SELF_ATTRIBUTES_DEFINED})
+    report = diagnose(doctor_variants.write("self-attributes-defined", variant, tmp_path), live=False)
+    assert "vllm-self-attribute-missing" not in report.codes, _summary(report)

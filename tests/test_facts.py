@@ -192,6 +192,7 @@ NO_VLLM_CLAIM = {
     "vllm-import-guarded": _INDEX,
     "vllm-config-attribute-missing": _INDEX,
     "vllm-attribute-missing": _INDEX,
+    "vllm-self-attribute-missing": _INDEX,
     "vllm-override-orphaned": _INDEX,
     "vllm-override-not-yet": _INDEX,
     "vllm-override-moved": _INDEX,
