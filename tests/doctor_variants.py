@@ -251,6 +251,9 @@ CLEAN: dict[str, Variant] = {
                 def schedule(self, throttle_prefills: bool = False):
                     granted = [r for r in self.waiting if self.kv_cache_manager.allocate_slots(r, r.num_tokens, 1)]
                     return self.fx_output(granted)
+
+                def fx_output(self, granted):
+                    return granted
             ''',
         }
     ),
@@ -629,6 +632,71 @@ BROKEN["vllm-attribute-missing"] = Variant(
         '''
     }
 )
+
+
+BROKEN["vllm-self-attribute-missing"] = Variant(
+    {
+        "manager.py": '''
+        """Fx's KV cache manager: zeroes the blocks it hands out (written against vLLM 0.31)."""
+        from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+
+        class FxKVCacheManager(KVCacheManager):
+            def blocks_to_zero(self, start: int, end: int) -> list[int]:
+                return list(self.get_zeroing_block_ids_in_range(start, end))
+        '''
+    }
+)
+
+# Reads of self.X the release check stays silent on: X assigned by the plugin (another method, another class of
+# the package, a subclass), an ancestor outside vLLM's index (torch.nn.Module under CustomOp), a __getattr__,
+# a vLLM Protocol (an interface the final class implements through its other bases).
+SELF_ATTRIBUTES_DEFINED = '''
+"""Fx's KV cache manager and RMSNorm."""
+from vllm.model_executor.layers.layernorm import RMSNorm
+from vllm.model_executor.models.interfaces import SupportsMultiModal
+from vllm.v1.core.kv_cache_manager import KVCacheManager
+
+
+class FxKVCacheManager(KVCacheManager):
+    def warm_up(self) -> None:
+        self.fx_zeroed = 0
+
+    def blocks_to_zero(self) -> int:
+        return self.fx_zeroed + self.fx_pending + len(self.block_pool.blocks)
+
+
+class FxLazyManager(KVCacheManager):
+    def __getattr__(self, name: str) -> object:
+        return 0
+
+    def blocks_to_zero(self) -> object:
+        return self.get_zeroing_block_ids_in_range
+
+
+class FxRMSNorm(RMSNorm):
+    def forward_fx(self, x):
+        return x * self.fx_scale
+
+
+class FxBaseManager(KVCacheManager):
+    def view(self) -> object:
+        return self._fx_view()
+
+
+class FxPagedManager(FxBaseManager):
+    def _fx_view(self) -> object:
+        return self
+
+
+class FxMultimodalMixin(SupportsMultiModal):
+    def embed_fx(self) -> object:
+        return self._parse_fx_image()
+
+
+def settle(manager: FxKVCacheManager) -> None:
+    manager.fx_pending = 0
+'''
 
 
 # --- One module, several packages: variants of a shared module text (the clean fixture's quantization config,
@@ -1183,3 +1251,112 @@ CONTRASTS["offloading-spec-own-name"] = (
 )
 
 _merge_installed_release_variants()
+
+
+# What vLLM's import of an entry point's module runs (its package's __init__.py, the package modules imported
+# at module level, the functions that code calls, a module register() imports), read like register() itself:
+# name -> (variant, where general-plugin-side-effects points, or None when nothing is reported, what its
+# details say).
+IMPORT_TIME: dict[str, tuple[Variant, str | None, str]] = {
+    "env-in-package-init": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin: lets the engine core unpickle its custom messages."""
+                import os
+
+                os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"
+                '''
+            }
+        ),
+        "src/fx_env_in_package_init/__init__.py:4",
+        "writes os.environ (through import fx_env_in_package_init at src/fx_env_in_package_init/__init__.py:4)",
+    ),
+    "patches-applied-at-import": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin: its patches apply when the package is imported."""
+                from fx_patches_applied_at_import import patches  # noqa: F401
+                ''',
+                "patches.py": '''
+                """Fx's replacement of the rejection sampler, applied at import."""
+                from vllm.v1.sample.rejection_sampler import RejectionSampler
+
+
+                def _fx_forward(self, *args, **kwargs):
+                    return None
+
+
+                def apply_all() -> None:
+                    RejectionSampler.forward = _fx_forward
+
+
+                apply_all()
+                ''',
+            }
+        ),
+        "src/fx_patches_applied_at_import/patches.py:10",
+        "replaces vllm.v1.sample.rejection_sampler.RejectionSampler.forward (through import "
+        "fx_patches_applied_at_import -> import fx_patches_applied_at_import.patches -> apply_all() at "
+        "src/fx_patches_applied_at_import/patches.py:10)",
+    ),
+    "register-imports-patching-module": (
+        Variant(
+            {
+                "plugin.py": '''
+                """The general plugin: importing the ops module installs the Fx kernels."""
+
+
+                def register() -> None:
+                    from fx_register_imports_patching_module import ops  # noqa: F401
+                ''',
+                "ops.py": '''
+                """Fx kernels in place of vLLM's RMSNorm."""
+                from vllm.model_executor.layers.layernorm import RMSNorm
+
+
+                def _fx_forward(self, x, residual=None):
+                    return x
+
+
+                RMSNorm.forward_native = _fx_forward
+                ''',
+            }
+        ),
+        "src/fx_register_imports_patching_module/plugin.py:4",
+        "replaces vllm.model_executor.layers.layernorm.RMSNorm.forward_native (through import "
+        "fx_register_imports_patching_module.ops at src/fx_register_imports_patching_module/ops.py:9)",
+    ),
+    # Never runs: an import under TYPE_CHECKING, and a write the import-time call switches off.
+    "import-time-code-that-never-runs": (
+        Variant(
+            {
+                "__init__.py": '''
+                """The Fx plugin."""
+                import os
+                from typing import TYPE_CHECKING
+
+                if TYPE_CHECKING:
+                    from fx_import_time_code_that_never_runs import patches  # noqa: F401
+
+
+                def _settle(mode: str, *, publish: bool = True) -> None:
+                    if publish:
+                        os.environ["FX_MODE"] = mode
+
+
+                _settle("eager", publish=False)
+                ''',
+                "patches.py": '''
+                """Patches only a launcher applies."""
+                from vllm.model_executor.layers.layernorm import RMSNorm
+
+                RMSNorm.forward_native = None
+                ''',
+            }
+        ),
+        None,
+        "",
+    ),
+}

@@ -26,7 +26,70 @@ BROKEN: dict[str, Variant] = {
     ),
 }
 
+# A platform whose detector switches itself off outside vLLM 0.10, the release it was written for: on the
+# installed 0.32 it returns None, and the platform never activates.
+_PLATFORM_ENTRY_POINT = """
+[project.entry-points."vllm.platform_plugins"]
+fx_platform = "{package}.detect:detect"
+"""
+
+BROKEN["version-range-excludes-release"] = Variant(
+    {
+        "detect.py": '''
+        """The Fx platform's detector: vLLM calls detect() in every process."""
+        import os
+
+        import vllm
+
+
+        def detect() -> str | None:
+            if not vllm.__version__.startswith("0.10"):
+                return None
+            return "fx_version_range_excludes_release.platform.FxPlatform" if os.path.exists("/dev/fx0") else None
+        ''',
+    },
+    pyproject=_PLATFORM_ENTRY_POINT.format(package="fx_version_range_excludes_release"),
+)
+
 CLEAN: dict[str, Variant] = {
+    # The range, read through packaging and a helper, includes the installed 0.32: the detector goes on to
+    # probe the device. A general plugin testing a version tuple the same way registers as usual.
+    "version-range-includes-release": Variant(
+        {
+            "detect.py": '''
+            """The Fx platform's detector: vLLM calls detect() in every process."""
+            import os
+            from importlib.metadata import version
+
+            from packaging.version import Version
+
+            VLLM_VERSION = Version(version("vllm"))
+
+
+            def _supported() -> bool:
+                return Version("0.30") <= VLLM_VERSION < Version("0.40")
+
+
+            def detect() -> str | None:
+                if not _supported():
+                    return None
+                return "fx_version_range_includes_release.platform.FxPlatform" if os.path.exists("/dev/fx0") else None
+            ''',
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+            import vllm
+
+
+            def register() -> None:
+                if tuple(int(part) for part in vllm.__version__.split(".")[:2]) < (0, 30):
+                    return
+                from fx_version_range_includes_release import detect
+
+                detect.REGISTERED = True
+            ''',
+        },
+        pyproject=_PLATFORM_ENTRY_POINT.format(package="fx_version_range_includes_release"),
+    ),
     # create_weights(self, layer, **kwargs) takes what vLLM 0.32's RoutedExperts passes
     # (create_weights(layer=self, **moe_quant_params)); the positional call of another class's create_weights
     # (VocabParallelEmbedding's, which passes params_dtype both by position and by keyword to a fused-MoE
@@ -211,6 +274,12 @@ CLEAN: dict[str, Variant] = {
 }
 
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "version-range-includes-release": (
+        "detect.py",
+        'Version("0.30") <= VLLM_VERSION < Version("0.40")',
+        'Version("0.10") <= VLLM_VERSION < Version("0.11")',
+        "version-range-excludes-release",
+    ),
     "override-takes-vllm-keywords": (
         "moe.py",
         "def create_weights(self, layer, **kwargs):",

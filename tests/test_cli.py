@@ -18,8 +18,8 @@ from vllm_scaffold.terminal import console
 
 SEAM_KEYS = [
     "general-plugin", "logits-processor", "endpoint", "stat-logger", "attention-backend", "quantization",
-    "linear-kernel", "custom-op", "scheduler", "kv-connector", "platform", "model", "io-processor", "lora-resolver",
-    "worker-extension", "tool-parser", "reasoning-parser",
+    "linear-kernel", "custom-op", "scheduler", "kv-connector", "kv-offload", "platform", "model", "io-processor",
+    "lora-resolver", "worker-extension", "tool-parser", "reasoning-parser",
     "patch",
 ]  # fmt: skip
 

@@ -201,9 +201,12 @@ def test_live_probe_reports_exactly_its_code(name: str, live_reports, vllm_impor
 def test_a_patch_that_wraps_its_own_replacement_when_called_again_is_found(live_reports) -> None:
     report = _live(live_reports, "general-plugin-not-idempotent")
     messages = [f.message for f in report.findings if f.code == "general-plugin-not-idempotent"]
-    assert len(messages) == 2, _summary(report)
+    assert len(messages) == 3, _summary(report)
     [patch] = [m for m in messages if "again:" in m and "Scheduler.schedule" in m]
     assert "vllm.v1.core.sched.scheduler.Scheduler._fx_original_schedule" in patch and "RecursionError" in patch
+    # an offloading spec registered without a guard: OffloadingSpecFactory refuses the name the second time
+    [offload] = [m for m in messages if "fx_general_plugin_not_idempotent_offload" in m]
+    assert "ValueError" in offload, offload
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_ONLY - NEEDS_OTHERS))
@@ -408,3 +411,26 @@ def test_intended_patterns_are_reported_without_what_makes_them_intended(name: s
     assert set(doctor_variants.CONTRASTS) == set(doctor_variants.CLEAN)
     report = diagnose(doctor_variants.write_contrast(name, tmp_path), live=False, vllm_plugins=None)
     assert doctor_variants.CONTRASTS[name][3] in report.codes, _summary(report)
+
+
+@pytest.mark.parametrize("name", sorted(doctor_variants.IMPORT_TIME))
+def test_code_run_when_vllm_imports_the_entry_point_is_read(name: str, tmp_path: Path) -> None:
+    variant, where, detail = doctor_variants.IMPORT_TIME[name]
+    report = diagnose(doctor_variants.write(name, variant, tmp_path), live=False, vllm_plugins=None)
+    found = [f for f in report.findings if f.code == "general-plugin-side-effects"]
+    assert report.codes <= {"general-plugin-side-effects"}, _summary(report)
+    if where is None:
+        assert not found, _summary(report)
+        return
+    [finding] = found
+    assert finding.where == where, _summary(report)
+    assert detail in finding.details, finding.details
+    importing_only = not where.endswith("plugin.py:4")
+    assert finding.message.startswith("importing the general plugin") == importing_only, finding.message
+
+
+def test_self_attributes_something_defines_are_not_reported(tmp_path: Path) -> None:
+    """The plugin assigns them, an ancestor outside vLLM's index may, or a __getattr__ answers: no finding."""
+    variant = doctor_variants.Variant({"manager.py": doctor_variants.SELF_ATTRIBUTES_DEFINED})
+    report = diagnose(doctor_variants.write("self-attributes-defined", variant, tmp_path), live=False)
+    assert "vllm-self-attribute-missing" not in report.codes, _summary(report)

@@ -234,3 +234,39 @@ def test_cli_installed_json(clashing_site: Path) -> None:
     codes = {f["code"] for f in data["environment"]["findings"]}
     # without the detectors called, two installed platforms are a warning, not a certainty
     assert codes == ENVIRONMENT_CODES - {"env-platforms-conflict", "env-plugins-drops"}
+
+
+def test_a_pth_file_that_runs_code_is_found_in_every_kind_of_target(tmp_path: Path) -> None:
+    """The fixture's source tree ships fx_pth_runs_code.pth (an import line) and fx_paths.pth (paths only), and
+    holds notes.pth, which no build configuration names: the import line is reported from the wheel, the
+    sdist and the installed distribution alike."""
+    fixture = Path(__file__).parent / "fixtures" / "doctor" / "pth-runs-code"
+    site = install_privately(fixture, tmp_path / "site")
+    assert (site / "fx_pth_runs_code.pth").is_file() and (site / "fx_paths.pth").is_file()
+    wheel = _zip_tree(site, tmp_path / "fx_pth_runs_code-0.1.0-py3-none-any.whl")
+    sdist = tmp_path / "fx_pth_runs_code-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as out:
+        out.add(fixture, arcname="fx_pth_runs_code-0.1.0")
+    installed = {**os.environ, "PYTHONPATH": str(site)}
+    for target, environ in ((wheel, None), (sdist, None), ("fx-pth-runs-code", installed)):
+        report = diagnose(target, live=False, environ=environ)
+        found = [f.where for f in report.findings if f.code == "pth-runs-code"]
+        assert found == ["fx_pth_runs_code.pth:2"], (target, [f.as_json() for f in report.findings])
+
+
+def test_a_pth_file_in_a_wheels_data_folder_counts_and_one_deeper_does_not(tmp_path: Path) -> None:
+    """Python's site module reads the .pth files of site-packages itself: a wheel's *.data/purelib installs
+    there; a .pth inside the import package does not run."""
+    wheel = tmp_path / "fx_data_pth-0.1.0-py3-none-any.whl"
+    info = "fx_data_pth-0.1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as out:
+        out.writestr("fx_data_pth/__init__.py", '"""Fx."""\n')
+        out.writestr("fx_data_pth/plugin.py", "def register() -> None:\n    pass\n")
+        out.writestr("fx_data_pth/inner.pth", "import fx_data_pth\n")
+        out.writestr("fx_data_pth-0.1.0.data/purelib/fx_data_pth.pth", "/opt/fx\nimport\tfx_data_pth.plugin\n")
+        out.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: fx-data-pth\nVersion: 0.1.0\n")
+        out.writestr(f"{info}/entry_points.txt", "[vllm.general_plugins]\nfx = fx_data_pth.plugin:register\n")
+    report = diagnose(wheel, live=False)
+    assert [f.where for f in report.findings if f.code == "pth-runs-code"] == [
+        "fx_data_pth-0.1.0.data/purelib/fx_data_pth.pth:2"
+    ], [f.as_json() for f in report.findings]

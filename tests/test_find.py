@@ -29,6 +29,7 @@ QUERIES: dict[str, tuple[str, str]] = {
     "vllm.v1.metrics.loggers.LoggingStatLogger.record": ("stat-logger", "new stat-logger NAME"),
     "vllm.lora.resolver.LoRAResolver": ("lora-resolver", "new lora-resolver NAME"),
     "collective rpc on every worker": ("worker-extension", "new worker-extension NAME"),
+    "kv offloading spec": ("kv-offload", "new kv-offload NAME"),
     "tool calls": ("tool-parser", "new tool-parser NAME"),
     "reasoning parser": ("reasoning-parser", "new reasoning-parser NAME"),
     "vllm.plugins.io_processors.interface.IOProcessor": ("io-processor", "new io-processor NAME"),
@@ -58,7 +59,7 @@ QUERIES: dict[str, tuple[str, str]] = {
     "csrc/attention/attention_kernels.cu": ("fork", ""),
     "./vllm/platforms/cuda.py": ("platform", "new platform NAME"),
     # words
-    "kv cache offload": ("kv-offloading-spec", "explain kv-offloading-spec"),
+    "kv cache offload": ("kv-offloading-spec", "new kv-offload NAME"),
     "disaggregated prefill": ("kv-connector", "new kv-connector NAME"),
     "my own quantization method": ("quantization", "new quantization NAME"),
     "prometheus metrics": ("stat-logger", "new stat-logger NAME"),
@@ -117,7 +118,7 @@ def test_the_catalog_s_registries_are_candidates_too() -> None:
     `explain` command; a templated one gives its seam."""
     index = vllm_facts.shipped("0.32.0")
     expected = {
-        "vllm.v1.kv_offload.factory.OffloadingSpecFactory.register_spec": "kv-offloading-spec",
+        "vllm.v1.kv_offload.tiering.factory.SecondaryTierFactory.register_tier": "kv-offload-tier",
         "tokenizer": "tokenizer",
         "sleep mode": "sleep-mode-backend",
     }

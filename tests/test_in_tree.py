@@ -119,6 +119,7 @@ def test_shipped_indexes_are_the_declared_releases() -> None:
         ("model", "architecture", "IN_TREE_ARCHITECTURES"),
         ("quantization", "method_name", "IN_TREE_QUANTIZATION_METHODS"),
         ("kv-connector", "connector_name", "IN_TREE_KV_CONNECTORS"),
+        ("kv-offload", "spec_name", "IN_TREE_OFFLOADING_SPECS"),
         ("attention-backend", "backend_name", "IN_TREE_ATTENTION_BACKENDS"),
     ],
 )

@@ -69,7 +69,7 @@ def accept_defaults(terminal: Terminal, template: str) -> None:
 def test_typing_matches_keys_and_titles_first_then_what_a_seam_says() -> None:
     picker = SeamPicker("", list(CATALOG.values()), {})
     picker.type("kv")
-    assert [seam.key for seam in picker.shown()] == ["kv-connector"]
+    assert [seam.key for seam in picker.shown()] == ["kv-connector", "kv-offload"]
     picker.type("cache")  # in no key or title: the summaries and process lists decide, not the category names
     found = {seam.key for seam in picker.shown()}
     assert {"kv-connector", "attention-backend"} <= found and "logits-processor" not in found

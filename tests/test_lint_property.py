@@ -92,6 +92,7 @@ ANSWERS: dict[str, dict[str, st.SearchStrategy[str]]] = {
         "max_wait_s": st.floats(min_value=0.001, max_value=1e6, allow_nan=False).map(repr),
     },
     "kv-connector": {"connector_name": CLASS_NAME},
+    "kv-offload": {"spec_name": CLASS_NAME, "default_store_mib": st.integers(1, 1 << 20).map(str)},
     "platform": {"enable_env": ENV_NAME},
     "model": {"architecture": CLASS_NAME},
     "io-processor": {"max_texts": st.integers(1, 4096).map(str)},

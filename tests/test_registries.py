@@ -120,21 +120,21 @@ def _table(key: str) -> dict[str, object]:
 
 
 def test_an_undeclared_key_is_refused() -> None:
-    with pytest.raises(ScaffoldError, match=r"\[kv-offloading-spec\] has an unknown key 'colour'"):
-        registry_from_table("kv-offloading-spec", {**_table("kv-offloading-spec"), "colour": "blue"})
+    with pytest.raises(ScaffoldError, match=r"\[kv-offload-tier\] has an unknown key 'colour'"):
+        registry_from_table("kv-offload-tier", {**_table("kv-offload-tier"), "colour": "blue"})
 
 
 def test_each_status_requires_its_facts() -> None:
-    table = _table("kv-offloading-spec")
+    table = _table("kv-offload-tier")
     del table["duplicate_policy"]
     with pytest.raises(ScaffoldError, match=r"\(explained\) lacks duplicate_policy"):
-        registry_from_table("kv-offloading-spec", table)
+        registry_from_table("kv-offload-tier", table)
     with pytest.raises(ScaffoldError, match="lacks reason"):
-        registry_from_table("x", {**_table("kv-offloading-spec"), "status": "internal"})
+        registry_from_table("x", {**_table("kv-offload-tier"), "status": "internal"})
     with pytest.raises(ScaffoldError, match="'seam', which only a templated entry has"):
-        registry_from_table("x", {**_table("kv-offloading-spec"), "seam": "kv-connector"})
+        registry_from_table("x", {**_table("kv-offload-tier"), "seam": "kv-connector"})
     with pytest.raises(ScaffoldError, match="has status 'maybe'"):
-        registry_from_table("x", {**_table("kv-offloading-spec"), "status": "maybe"})
+        registry_from_table("x", {**_table("kv-offload-tier"), "status": "maybe"})
 
 
 # -- what the index counts as a registration point ----------------------------------------------------------
@@ -273,7 +273,7 @@ def test_list_all_json_has_seams_and_registries() -> None:
     data = json.loads(run_cli("list", "--all", "--json").stdout)
     assert [seam["key"] for seam in data["seams"]] == list(load_catalog())
     assert [entry["key"] for entry in data["registries"]] == list(load_registries())
-    offloading = next(entry for entry in data["registries"] if entry["key"] == "kv-offloading-spec")
+    offloading = next(entry for entry in data["registries"] if entry["key"] == "kv-offload-tier")
     assert offloading["status"] == "explained" and offloading["registration"] and offloading["keywords"]
     assert isinstance(json.loads(run_cli("list", "--json").stdout), list)  # unchanged without --all
 

@@ -98,10 +98,17 @@ EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
         for version in ("0.31.0", "0.32.0", "0.33.0")
     },
     "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
+    "self-attributes": {
+        "0.31.0": set(),
+        "0.32.0": {("vllm-self-attribute-missing", "src/fx_rel_self/manager.py:8")},
+        "0.33.0": {("vllm-self-attribute-missing", "src/fx_rel_self/manager.py:8")},
+    },
     "offload-manager": {
         version: {
             ("vllm-super-call-signature", "src/fx_rel_offload/managers.py:10"),
             *([("vllm-super-call-signature", "src/fx_rel_offload/managers.py:17")] if version != "0.33.0" else []),
+            # 0.33's OffloadingConnector passes submit_load(..., expedited=True)
+            *([("vllm-override-signature", "src/fx_rel_offload/workers.py:12")] if version == "0.33.0" else []),
         }
         for version in ("0.31.0", "0.32.0", "0.33.0")
     },

@@ -122,6 +122,29 @@ KV_EDITS: dict[str, list[Edit] | str] = {
 }
 KV_CMD = "vllm-scaffold add kv-connector acme --data connector_name=AcmeConnector"
 
+OFFLOAD = "vllm/v1/kv_offload"
+OFFLOAD_EDITS: dict[str, list[Edit] | str] = {
+    f"{OFFLOAD}/factory.py": [
+        (
+            "# Register various specs here.\n",
+            "# Register various specs here.\n"
+            'OffloadingSpecFactory.register_spec("AcmeSpec", "vllm.v1.kv_offload.acme", "AcmeSpec")\n',
+        )
+    ],
+    f"{OFFLOAD}/acme.py": """
+        from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+        class AcmeSpec(OffloadingSpec):
+            def get_manager(self):
+                return self.acme_manager
+
+            def get_worker(self, kv_caches):
+                return self.acme_worker
+    """,
+}
+OFFLOAD_CMD = "vllm-scaffold add kv-offload acme --data spec_name=AcmeSpec"
+
 SCHED_EDITS: dict[str, list[Edit] | str] = {
     "vllm/v1/core/sched/scheduler.py": [
         (
@@ -264,6 +287,19 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
         {
             (f"{KVM}.factory[KVConnectorFactory.register_connector('AcmeConnector')]", "added", "kv-connector", KV_CMD),
             (f"{KVM}.v1.acme_connector.AcmeConnector", "added", "kv-connector", KV_CMD),
+        },
+    ),
+    "kv-offload": (
+        OFFLOAD_EDITS,
+        {},
+        {
+            (
+                "vllm.v1.kv_offload.factory[OffloadingSpecFactory.register_spec('AcmeSpec')]",
+                "added",
+                "kv-offload",
+                OFFLOAD_CMD,
+            ),
+            ("vllm.v1.kv_offload.acme.AcmeSpec", "added", "kv-offload", OFFLOAD_CMD),
         },
     ),
     "attention-backend": (

@@ -19,6 +19,7 @@ from vllm_scaffold.doctor.checks import manifest as checks_manifest
 from vllm_scaffold.doctor.checks import metadata as checks_metadata
 from vllm_scaffold.doctor.checks import parsers as checks_parsers
 from vllm_scaffold.doctor.checks import project as checks_project
+from vllm_scaffold.doctor.checks import versions as checks_versions
 from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading.context import Context
@@ -41,11 +42,13 @@ StaticCheck = Callable[[Context], list[Finding]]
 
 STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_project.nothing_read,
+    checks_project.pth_files,
     checks_metadata.entry_point_groups,
     checks_metadata.entry_point_targets,
     checks_metadata.vllm_plugins_value,
     checks_metadata.endpoint_enabled,
     checks_metadata.vllm_version,
+    checks_versions.version_ranges,
     checks_code.registration_timing,
     checks_code.attention,
     checks_code.attention_custom_claims,
@@ -106,6 +109,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.add(release_check.check(package, index, others))
             report.add(checks_code.bad_linear_kernel_kinds(package, index.version))
             report.add(checks_worker_extension.clashes_on(package, index))
+            report.add(checks_versions.excluded_by_version(package, index.version))
             report.findings = suppress.apply(package, report.findings)
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)

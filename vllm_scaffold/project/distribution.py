@@ -51,13 +51,15 @@ def _read_wheel(path: Path, scratch: Path) -> PluginProject:
     dist_info = next(iter(sorted(scratch.glob("*.dist-info"))), None)
     if dist_info is None:
         raise ScaffoldError(f"{path.name} has no .dist-info directory", "pass a wheel built by a PEP 517 backend")
-    return _from_metadata(
+    project = _from_metadata(
         scratch,
         (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace"),
         _read_text(dist_info / "entry_points.txt"),
         _top_level(p.relative_to(scratch).as_posix() for p in scratch.rglob("*.py")),
         f"{dist_info.name}/",
     )
+    project.pth_files = _site_packages_pth(p.relative_to(scratch).as_posix() for p in scratch.rglob("*.pth"))
+    return project
 
 
 def _read_sdist(path: Path, scratch: Path) -> PluginProject:
@@ -104,7 +106,9 @@ def project_of(dist: importlib.metadata.Distribution) -> PluginProject:
     every = [str(f) for f in dist.files or ()]
     files = [f for f in every if f.endswith(".py")]
     location = next((f.split("/")[0] + "/" for f in every if f.split("/")[0].endswith(".dist-info")), "")
-    return _from_metadata(root, metadata_text, dist.read_text("entry_points.txt") or "", _top_level(files), location)
+    project = _from_metadata(root, metadata_text, dist.read_text("entry_points.txt") or "", _top_level(files), location)
+    project.pth_files = _site_packages_pth(every)
+    return project
 
 
 def vllm_plugin_distributions(path: list[str] | None = None) -> list[importlib.metadata.Distribution]:
@@ -131,6 +135,20 @@ def _editable_source(dist: importlib.metadata.Distribution) -> Path | None:
     if direct.get("dir_info", {}).get("editable") and url.startswith("file://"):
         return Path(url.removeprefix("file://"))
     return None
+
+
+def _site_packages_pth(relative_files: Iterable[str]) -> list[str]:
+    """The `.pth` files among a wheel's (or an installed distribution's) files that land in site-packages
+    itself, the only folder whose `.pth` files Python's site module reads: at the top, or at the top of the
+    wheel's `*.data/purelib` or `*.data/platlib`."""
+    found = []
+    for relative in relative_files:
+        parts = PurePosixPath(relative).parts
+        if not parts or not parts[-1].endswith(".pth"):
+            continue
+        if len(parts) == 1 or (len(parts) == 3 and parts[0].endswith(".data") and parts[1] in {"purelib", "platlib"}):
+            found.append(relative)
+    return sorted(found)
 
 
 def _read_text(path: Path) -> str:

@@ -5,6 +5,7 @@ packages where its build configuration puts them (setuptools, hatch, maturin, fl
 from __future__ import annotations
 
 import fnmatch
+import os
 import tomllib
 from pathlib import Path
 
@@ -71,7 +72,22 @@ def read_project(root: Path) -> PluginProject:
     ]
     project.read_from += sorted({r.declared_in.partition(":")[0] for r in project.requirements if ":" in r.declared_in})
     project.packages = _packages(root, pyproject, [setup_cfg, setup_py], name, project.entry_points)
+    project.pth_files = shipped_pth_files(root, [root / f for f in present])
     return project
+
+
+def shipped_pth_files(root: Path, build_files: list[Path]) -> list[str]:
+    """The `*.pth` files of the tree (tests, tooling and hidden folders aside) that the build configuration
+    names (hatch `force-include`, setuptools `data_files`, a `build_py` that copies them): what the build
+    ships into site-packages, relative to `root`."""
+    named = " ".join(path.read_text(encoding="utf-8", errors="replace") for path in build_files if path.is_file())
+    if ".pth" not in named:
+        return []
+    found = []
+    for folder, folders, files in os.walk(root):
+        folders[:] = [f for f in folders if f not in SKIP_DIRS and not f.startswith(".") and f != "site-packages"]
+        found += [(Path(folder) / f).relative_to(root).as_posix() for f in files if f.endswith(".pth") and f in named]
+    return sorted(found)
 
 
 def _read_pyproject(path: Path) -> dict:

@@ -27,8 +27,10 @@ from pathlib import Path
 
 from vllm_scaffold.vllm_facts.syntax import runtime_statements
 
-# 2: registration_points (registration_points.py); 3: a source hash per function and method ("h").
-FORMAT = 3
+# 2: registration_points (registration_points.py); 3: a source hash per function and method ("h");
+# 4: per class the instance attributes its methods assign and its __slots__ that "v" does not list ("s"), and
+# whether it sets attributes by computed name ("d").
+FORMAT = 4
 
 # Hex digits of a definition's source hash kept in the index: enough to tell two versions of one function
 # apart, short enough to keep the index small (one per function and method).
@@ -261,6 +263,8 @@ class ModuleReader:
         bases = [q for q in (self.qualify(b) for b in node.bases) if q]
         methods: dict[str, str] = {}
         attrs: set[str] = set()
+        assigned: set[str] = set()  # `self.X = ...` in any method, and __slots__
+        dynamic = False
         abstract: list[str] = []
         for stmt in runtime_statements(node.body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -269,16 +273,23 @@ class ModuleReader:
                     abstract.append(stmt.name)
                 if stmt.name == "__init__":
                     attrs.update(self_attributes(stmt))
+                assigned.update(self_attributes(stmt))
+                dynamic = dynamic or sets_computed_attributes(stmt)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 attrs.update(t.id for t in targets if isinstance(t, ast.Name))
+                if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                    assigned.update(_strings(stmt.value))
             elif isinstance(stmt, ast.ClassDef):
                 attrs.add(stmt.name)
         generated = bool(set(_decorator_names(node)) & _GENERATED_INIT) or any(
             k.arg == "metaclass" for k in node.keywords
         )
         attrs -= _CLASS_NOISE | set(methods)
-        entry = _compact(b=bases, m=methods, a=abstract, v=sorted(attrs), g=int(generated))
+        assigned -= attrs | set(methods)
+        entry = _compact(
+            b=bases, m=methods, a=abstract, v=sorted(attrs), g=int(generated), s=sorted(assigned), d=int(dynamic)
+        )
         registered = _registered_name(node)
         if registered is not None:
             entry["r"] = registered
@@ -326,15 +337,33 @@ class ModuleReader:
         return f"{module}.{attr or name}"
 
 
-def self_attributes(init: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """`self.X = ...` in __init__: instance attributes every instance has."""
+def self_attributes(method: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """`self.X = ...` (also augmented, annotated, unpacked, or `setattr(self, "X", ...)`) in a method; in
+    __init__ these are instance attributes every instance has."""
     found: set[str] = set()
-    for node in ast.walk(init):
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                found.add(target.attr)
+    for node in ast.walk(method):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                found.add(node.attr)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and len(node.args) >= 2:
+            owner, name = node.args[0], node.args[1]
+            if isinstance(owner, ast.Name) and owner.id == "self" and isinstance(name, ast.Constant):
+                found.add(str(name.value))
     return found
+
+
+def sets_computed_attributes(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a method sets attributes whose names the source does not spell: `setattr(self, name, ...)`,
+    `self.__dict__` written, `vars(self)`."""
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and len(node.args) >= 2:
+            if not isinstance(node.args[1], ast.Constant):
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return True
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "vars":
+            return True
+    return False
 
 
 def source_hash(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

@@ -210,6 +210,26 @@ class ReleaseIndex:
                 return cls, None
         return None, None
 
+    def instance_attribute(self, symbol: Symbol, name: str) -> bool | None:
+        """Whether an instance of the class can have attribute `name` in this release: True when the class or
+        an ancestor defines it (a method or property, a class attribute or field, `self.name = ...` in any of
+        its methods, `__slots__`); None when the index cannot tell (an
+        ancestor outside vLLM, a `__getattr__`, a generated class, attributes set by computed name, a Protocol);
+        False
+        when nothing defines it."""
+        order, complete = self.mro(symbol)
+        for cls in order:
+            entry = self.class_entry(cls)
+            if name in entry.get("m", {}) or name in entry.get("v", ()) or name in entry.get("s", ()):
+                return True
+        for cls in order:
+            entry = self.class_entry(cls)
+            if entry.get("g") or entry.get("d") or {"__getattr__", "__getattribute__"} & set(entry.get("m", {})):
+                return None
+            if {"typing.Protocol", "Protocol"} & set(entry.get("b", ())):
+                return None  # an interface: what its implementations have comes from their other bases
+        return False if complete else None
+
     def member(self, symbol: Symbol, rest: list[str], qualname: str) -> Symbol:
         owner, _signature = self.find_member(symbol, rest[0])
         if owner is None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.guards import Guard, GuardKind, dead_fallbacks, guards
 from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module, PluginPackage
-from vllm_scaffold.doctor.reading.reach import reached_functions
+from vllm_scaffold.doctor.reading.reach import FunctionNode, entry_point_reach, steps
 from vllm_scaffold.doctor.reading.source import (
     Call,
     aliases,
@@ -588,29 +588,30 @@ def _patched(name: str | None) -> bool:
     return bool(name) and name.split(".")[0] in {"torch", "vllm"} and "." in name  # type: ignore[union-attr]
 
 
-def _side_effects(module: Module, node: ast.AST, *, all_kinds: bool) -> list[str]:
-    """What running `node` changes outside itself: os.environ writes and torch/vLLM attributes replaced
-    (monkeypatching); with `all_kinds` also global rebinding, printing, processes, files written, CUDA."""
+def _side_effects(module: Module, nodes: Iterable[ast.AST], *, all_kinds: bool) -> list[tuple[str, ast.AST]]:
+    """What running `nodes` changes outside itself, each with the node that does it: os.environ writes and
+    torch/vLLM attributes replaced (monkeypatching); with `all_kinds` also global rebinding, printing,
+    processes, files written, CUDA."""
     table = aliases(module)
-    effects = []
-    for child in ast.walk(node):
+    effects: list[tuple[str, ast.AST]] = []
+    for child in nodes:
         if isinstance(child, ast.Global) and all_kinds:
-            effects.append(f"rebinds global {', '.join(child.names)}")
+            effects.append((f"rebinds global {', '.join(child.names)}", child))
         elif isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for target in child.targets if isinstance(child, ast.Assign) else [child.target]:
                 if isinstance(target, ast.Subscript) and qualified(target.value, table) == "os.environ":
-                    effects.append("writes os.environ")
+                    effects.append(("writes os.environ", child))
                 elif isinstance(target, ast.Attribute) and _patched(name := qualified(target, table)):
-                    effects.append(f"replaces {name}")
+                    effects.append((f"replaces {name}", child))
         elif isinstance(child, ast.Call):
             name = qualified(child.func, table)
             if name in (_SIDE_EFFECT_CALLS if all_kinds else _ENVIRON_CALLS):
-                effects.append(f"calls {name}()")
+                effects.append((f"calls {name}()", child))
             elif name == "setattr" and len(child.args) >= 2 and _patched(owner := qualified(child.args[0], table)):
                 if isinstance(child.args[1], ast.Constant):
-                    effects.append(f"replaces {owner}.{child.args[1].value}")
+                    effects.append((f"replaces {owner}.{child.args[1].value}", child))
                 else:
-                    effects.append(f"replaces attributes of {owner} named at run time (setattr)")
+                    effects.append((f"replaces attributes of {owner} named at run time (setattr)", child))
             elif (
                 all_kinds
                 and name == "open"
@@ -619,20 +620,36 @@ def _side_effects(module: Module, node: ast.AST, *, all_kinds: bool) -> list[str
                     for a in [*child.args[1:2], *(k.value for k in child.keywords if k.arg == "mode")]
                 )
             ):
-                effects.append("opens a file for writing")
+                effects.append(("opens a file for writing", child))
     return effects
 
 
-def _effects_through_calls(ctx: Context, module: Module, start: ast.AST, *, all_kinds: bool) -> list[str]:
-    """The side effects of `start` and of every package function it reaches, each saying through which call."""
-    found = []
-    for reached in reached_functions(ctx.package, module, start):  # type: ignore[arg-type]
-        through = "" if len(reached.via) == 1 else f" (through {' -> '.join(reached.via[1:])}() at {reached.where})"
-        found += [f"{effect}{through}" for effect in _side_effects(reached.module, reached.node, all_kinds=all_kinds)]
-    return list(dict.fromkeys(found))
+def _effects_through_calls(
+    ctx: Context, module: Module, start: FunctionNode, *, all_kinds: bool
+) -> tuple[list[str], list[str], list[str]]:
+    """The side effects of loading and calling the entry point `start`, each saying through which step: those
+    of the call (its own and those of every package function it reaches), those of what vLLM's import of its
+    module runs (the package modules imported, their import-time code and the functions it calls), and where
+    each of the latter is."""
+    called: list[str] = []
+    imported: list[str] = []
+    places: list[str] = []
+    at_load, at_call = entry_point_reach(ctx.package, module, start)
+    for reached in at_load:
+        for effect, node in _side_effects(reached.module, reached.running(), all_kinds=all_kinds):
+            imported.append(f"{effect} (through {steps(reached.via)} at {reached.module.where(node)})")
+            places.append(reached.module.where(node))
+    for reached in at_call:
+        for effect, node in _side_effects(reached.module, reached.running(), all_kinds=all_kinds):
+            if len(reached.via) == 1:
+                called.append(effect)
+            else:
+                at = reached.module.where(node) if reached.at_import else reached.where
+                called.append(f"{effect} (through {steps(reached.via)} at {at})")
+    return list(dict.fromkeys(called)), list(dict.fromkeys(imported)), list(dict.fromkeys(places))
 
 
-def _entry_point_functions(ctx: Context, group: str) -> Iterator[tuple[DeclaredEntryPoint, Module, ast.AST]]:
+def _entry_point_functions(ctx: Context, group: str) -> Iterator[tuple[DeclaredEntryPoint, Module, FunctionNode]]:
     for ep in ctx.package.entry_points_in(group):
         module = ctx.package.modules.get(ep.module)
         node = function(module, ep.attr or "") if module else None
@@ -647,12 +664,18 @@ def _side_effect_warnings(
     "<what> <attr>() <effects>: <consequence>"."""
     what = "platform detector" if group == vllm_facts.PLATFORM else "general plugin"
     for ep, module, node in _entry_point_functions(ctx, group):
-        effects = _effects_through_calls(ctx, module, node, all_kinds=all_kinds)
+        called, imported, places = _effects_through_calls(ctx, module, node, all_kinds=all_kinds)
+        effects = called + imported
         if not effects:
             yield ep, module, node, None
             continue
-        message = f"{what} {ep.attr}() {summarise_effects(effects)}: {consequence}"
-        yield ep, module, node, replace(warning(code, module.where(node), message, fix), details=tuple(effects))
+        where, subject = module.where(node), f"{what} {ep.attr}()"
+        if not called:  # only the import does it: the finding points at the first line that does
+            where, subject = places[0], f"importing the {what} {ep.module}:{ep.attr}"
+        elif imported:
+            subject += ", with the package modules vLLM imports to load it,"
+        message = f"{subject} {summarise_effects(effects)}: {consequence}"
+        yield ep, module, node, replace(warning(code, where, message, fix), details=tuple(effects))
 
 
 # A side-effects message names at most this many attributes of one owner and this many kinds of change.

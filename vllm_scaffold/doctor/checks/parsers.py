@@ -173,6 +173,9 @@ def tool_parser_methods(ctx: Context) -> list[Finding]:
     """A ToolParser subclass without the extraction methods fails at the first request that needs them."""
     found = list(classes(ctx.package))
     local = {f"{module.name}.{node.name}": (node, bases) for module, node, bases in found}
+    by_name: dict[str, tuple[ast.ClassDef, list[str]]] = {}
+    for qualname, entry in local.items():
+        by_name.setdefault(qualname.rpartition(".")[2], entry)  # the first class of that name
 
     def lineage(bases: list[str], seen: frozenset[str] = frozenset()) -> tuple[bool, set[str]]:
         """(derives from vLLM's ToolParser, methods the package's classes in between define)."""
@@ -180,9 +183,7 @@ def tool_parser_methods(ctx: Context) -> list[Finding]:
         for base in bases:
             if base.startswith("vllm.") and base.rpartition(".")[2] == _TOOL.base:
                 derives = True
-            parent = local.get(base) or next(
-                (v for k, v in local.items() if k.rpartition(".")[2] == base and "." not in base), None
-            )
+            parent = local.get(base) or (by_name.get(base) if "." not in base else None)
             if parent is not None and base not in seen:
                 parent_derives, parent_methods = lineage(parent[1], seen | {base})
                 derives |= parent_derives

@@ -1,5 +1,6 @@
-"""What doctor could read of the package: a package whose modules or vLLM entry points it did not find is
-reported, so that an empty report always means "read and found nothing wrong"."""
+"""What doctor could read of the package, and what the distribution installs besides its modules: a package
+whose modules or vLLM entry points it did not find is reported, so that an empty report always means "read and
+found nothing wrong"; a `.pth` file that runs code is reported."""
 
 from __future__ import annotations
 
@@ -47,4 +48,30 @@ def nothing_read(ctx: Context) -> list[Finding]:
                 "should load it; nothing to do for a library vLLM reaches by module path",
             )
         )
+    return findings
+
+
+def pth_files(ctx: Context) -> list[Finding]:
+    """A `.pth` file the distribution installs into site-packages runs its `import` lines in every Python
+    process of the environment (Python's site module executes each line that starts with "import " or
+    "import\\t"; every other line is a path)."""
+    project = ctx.package.project
+    findings = []
+    for relative in project.pth_files:
+        path = project.root / relative
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.startswith(("import ", "import\t")):
+                continue
+            findings.append(
+                warning(
+                    "pth-runs-code",
+                    f"{relative}:{number}",
+                    f"{relative} is installed into site-packages, so Python runs its line {number} "
+                    f"(`{line.strip()[:120]}`) at the start of every Python process of the environment, vLLM or "
+                    "not: what it changes there applies to every program",
+                    "ship no code in a .pth file: do the set-up in the plugin's register() (vLLM calls it in "
+                    "each of its processes) or where the plugin's own code is imported; keep path lines only",
+                )
+            )
     return findings

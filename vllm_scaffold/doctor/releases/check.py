@@ -28,6 +28,7 @@ from vllm_scaffold.doctor.releases.signatures import call_problem, override_prob
 from vllm_scaffold.doctor.report.codes import severity_of
 from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol, facts
+from vllm_scaffold.vllm_facts.build import sets_computed_attributes
 from vllm_scaffold.vllm_facts.routes import declared_routes
 
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "AttributeError", "Exception", "BaseException"}
@@ -49,6 +50,8 @@ _ACCEPTS_STR = {"str", "Any", "object", "Literal", "LiteralString", "PathLike", 
 # releases"); an import the release lacks is reported with the installed-vLLM check's codes.
 SECTION = "Across releases (`--vllm`)"
 _IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
+# Bases that give a plugin class no attribute it would read through self.
+_NO_MEMBER_BASES = frozenset({"object", "abc.ABC", "typing.Generic", "typing.Protocol", "ABC", "Generic", "Protocol"})
 
 
 def finding(code: str, where: str, message: str, fix: str) -> Finding:
@@ -798,6 +801,128 @@ class ReleaseCheck:
                 self._abstract(place, node, members, bases)
             self._overrides(module, node, bases)
             self._super_calls(module, node, bases)
+            self._self_attributes(module, node, qualname)
+
+    def _plugin_lineage(self, qualname: str) -> tuple[list[ast.ClassDef], list[Symbol]] | None:
+        """(the plugin's classes in `qualname`'s lineage, the vLLM classes they derive from), or None when a
+        base is neither (a class of torch or another library, a name the index cannot resolve to a class)."""
+        classes: list[ast.ClassDef] = []
+        vllm_bases: list[Symbol] = []
+        pending, seen = [qualname], set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            module, node = self.plugin_classes[current]
+            classes.append(node)
+            for base in self.bases(module, node):
+                if base in self.plugin_classes:
+                    pending.append(base)
+                elif base.split(".")[0] == "vllm" and (symbol := self.index.resolve(base)).kind == "class":
+                    vllm_bases.append(symbol)
+                elif base not in _NO_MEMBER_BASES:
+                    return None
+        return classes, vllm_bases
+
+    @cached_property
+    def _children(self) -> dict[str, list[str]]:
+        """Plugin class -> the plugin's classes that name it as a base."""
+        children: dict[str, list[str]] = {}
+        for name, (module, node) in self.plugin_classes.items():
+            for base in self.bases(module, node):
+                if base in self.plugin_classes:
+                    children.setdefault(base, []).append(name)
+        return children
+
+    def _descendants(self, qualname: str) -> list[str]:
+        """The plugin's classes deriving from `qualname`, at any depth."""
+        found: list[str] = []
+        pending = list(self._children.get(qualname, ()))
+        while pending:
+            current = pending.pop()
+            if current not in found and current != qualname:
+                found.append(current)
+                pending += self._children.get(current, ())
+        return found
+
+    @cached_property
+    def _stored_by_package(self) -> frozenset[str]:
+        """Every attribute name the package assigns on any object (`x.name = ...`, `setattr(x, "name", ...)`)."""
+        found: set[str] = set()
+        for _name, module in self._modules():
+            for node in module.of_type(ast.Attribute, ast.Call):
+                if node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                    found.add(node.attr)  # type: ignore[attr-defined]
+                elif node.__class__ is ast.Call and getattr(node.func, "id", None) == "setattr":  # type: ignore[attr-defined]
+                    args = node.args  # type: ignore[attr-defined]
+                    if len(args) >= 2 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+                        found.add(args[1].value)
+        return frozenset(found)
+
+    def _self_attributes(self, module: Module, node: ast.ClassDef, qualname: str) -> None:
+        """`self.X` read in a method of a class deriving from vLLM classes where nothing defines X: not the
+        plugin's classes of the lineage (members, class attributes, anything the package assigns), not any
+        vLLM ancestor in this release (`ReleaseIndex.instance_attribute`). Silent whenever a base is outside
+        the index, or a class of the lineage has a `__getattr__` or sets attributes by computed name."""
+        lineage = self._plugin_lineage(qualname)
+        if lineage is None or not lineage[1]:
+            return
+        classes, bases = list(lineage[0]), list(lineage[1])
+        for descendant in self._descendants(qualname):  # what a subclass defines, a read in the base may mean
+            more = self._plugin_lineage(descendant)
+            if more is None:
+                return
+            classes += more[0]
+            bases += more[1]
+        defined = set(self._stored_by_package)
+        for cls in classes:
+            defined |= class_body_names(cls)
+            for stmt in cls.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and sets_computed_attributes(stmt):
+                    return
+        if defined & {"__getattr__", "__getattribute__", "__slots__"}:
+            return
+        reported: set[str] = set()
+        for method in node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+                continue
+            if method.args.args[0].arg != "self" or any(
+                getattr(d, "id", None) in {"staticmethod", "classmethod"} for d in method.decorator_list
+            ):
+                continue
+            for read in walk_nodes(method):
+                if not (
+                    isinstance(read, ast.Attribute)
+                    and isinstance(read.ctx, ast.Load)
+                    and isinstance(read.value, ast.Name)
+                    and read.value.id == "self"
+                ):
+                    continue
+                name = read.attr
+                if name in defined or name in reported or _is_dunder(name):
+                    continue
+                if any(self.index.instance_attribute(base, name) is not False for base in bases):
+                    continue
+                reported.add(name)
+                owners = ", ".join(dict.fromkeys(base.name for base in bases))
+                self.report(
+                    "vllm-self-attribute-missing",
+                    Place(module, read),
+                    f"{node.name}.{method.name} reads self.{name}, which neither the plugin's classes nor "
+                    f"{owners} define in {self.release}{self._elsewhere_on(bases, name)}: reading it raises "
+                    "AttributeError",
+                    f"read what {owners} has in this release instead (renamed?), or assign self.{name} yourself",
+                )
+
+    def _elsewhere_on(self, bases: list[Symbol], name: str) -> str:
+        """ " (0.31.0 has it)" when another indexed release's version of the bases defines `name`."""
+        for other in self.others:
+            for base in bases:
+                symbol = other.resolve(base.qualname)
+                if symbol.kind == "class" and other.instance_attribute(symbol, name):
+                    return f" ({other.version} has it)"
+        return ""
 
     def _abstract(self, place: Place, node: ast.ClassDef, members: set[str], bases: list[Symbol]) -> None:
         left: set[str] = set()
