@@ -205,7 +205,7 @@ def test_a_patch_that_wraps_its_own_replacement_when_called_again_is_found(live_
     [patch] = [m for m in messages if "again:" in m and "Scheduler.schedule" in m]
     assert "vllm.v1.core.sched.scheduler.Scheduler._fx_original_schedule" in patch and "RecursionError" in patch
     # an offloading spec registered without a guard: OffloadingSpecFactory refuses the name the second time
-    [offload] = [m for m in messages if "fx_general_plugin_not_idempotent_offload" in m]
+    [offload] = [m for m in messages if "FxIdemSpec" in m]
     assert "ValueError" in offload, offload
 
 
