@@ -5,7 +5,9 @@ synthetic 100,000-line plugin tree.
 (static checks only, the live probe off) in three parts: `read` (finding and parsing every module), `static`
 (every check) and the CPU time of both, the figure that holds on a machine other jobs are also using.
 The real plugin is fetched with `pip download --no-deps` into $VLLM_SCAFFOLD_CACHE/doctor-benchmark (the
-system temp directory by default); without a registry it is skipped with the reason.
+system temp directory by default); without a registry it is skipped with the reason. The process is set up as
+the command line sets up its own (`short_lived_process`: what a run builds is not rescanned by Python's cyclic
+collector).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from vllm_scaffold.doctor.reading.package import short_lived_process
 from vllm_scaffold.doctor.runner import diagnose, diagnose_package, open_package
 
 REAL = ("vllm-kunlun==0.11.1", "lmcache==0.5.6")  # a hardware platform plugin; the largest published connector
@@ -134,6 +137,7 @@ def measure(target: Path | str) -> str:
 
 
 def main() -> None:
+    short_lived_process()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-download", action="store_true", help="Only the synthetic tree.")
     arguments = parser.parse_args()
