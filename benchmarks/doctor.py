@@ -21,7 +21,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from vllm_scaffold.doctor.reading.package import short_lived_process
+from vllm_scaffold.doctor.reading.collector import short_lived_process
 from vllm_scaffold.doctor.runner import diagnose, diagnose_package, open_package
 
 REAL = ("vllm-kunlun==0.11.1", "lmcache==0.5.6")  # a hardware platform plugin; the largest published connector

@@ -29,8 +29,9 @@ HEAVY = ("copier", "jinja2", "tomlkit", "torch", "vllm", "yaml")
 def test_help_loads_no_heavy_module() -> None:
     code = (
         "import sys\n"
-        "from vllm_scaffold.cli import app\n"
-        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "from vllm_scaffold.cli import main\n"
+        "sys.argv = ['vllm-scaffold', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\n"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

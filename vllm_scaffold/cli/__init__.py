@@ -57,7 +57,7 @@ app.command("find")(find.command)
 
 def main() -> None:
     """The `vllm-scaffold` command: one command per process."""
-    from vllm_scaffold.doctor.reading.package import short_lived_process
+    from vllm_scaffold.doctor.reading.collector import short_lived_process
 
     short_lived_process()
     if len(sys.argv) == 1 and on_terminal():

@@ -22,9 +22,10 @@ from vllm_scaffold.doctor.checks import project as checks_project
 from vllm_scaffold.doctor.checks import versions as checks_versions
 from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.live import probe_ray
+from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
-from vllm_scaffold.doctor.reading.package import PluginPackage, collector_paused
+from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.releases import check as release_check
 from vllm_scaffold.doctor.report import suppress
 from vllm_scaffold.doctor.report.findings import Finding, Report
