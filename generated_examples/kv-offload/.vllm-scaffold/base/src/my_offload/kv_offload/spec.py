@@ -15,6 +15,7 @@ Configured through `kv_connector_extra_config`:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vllm.v1.kv_offload.base import CanonicalKVCaches, OffloadingSpec
@@ -27,7 +28,7 @@ DEFAULT_STORE_BYTES = 1024 << 20
 BACKENDS = ("auto", "triton", "torch")
 
 
-def store_capacity(extra_config: dict[str, Any], kv_bytes_per_block: int) -> int:
+def store_capacity(extra_config: Mapping[str, Any], kv_bytes_per_block: int) -> int:
     """How many blocks the store holds per worker: `store_bytes` over the bytes of one block on one worker.
 
     0 where vLLM builds the spec before the KV cache exists (it passes 0 bytes per block): nothing is stored.
@@ -59,7 +60,7 @@ class MyOffloadOffloadingSpec(OffloadingSpec):
         if backend not in BACKENDS:
             raise ValueError(f"kv_connector_extra_config copy_backend={backend!r}: use one of {BACKENDS}")
         self.backend = backend
-        self.capacity = store_capacity(dict(self.extra_config), config.worker_kv_bytes_per_block)
+        self.capacity = store_capacity(self.extra_config, config.worker_kv_bytes_per_block)
         self._manager: MyOffloadOffloadingManager | None = None
         self._worker: MyOffloadOffloadingWorker | None = None
 
