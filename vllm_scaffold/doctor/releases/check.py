@@ -531,29 +531,32 @@ class ReleaseCheck:
                     "use what this release offers instead, or test for it with hasattr() on the releases that lack it",
                 )
 
+    def _attribute_stores(self) -> Iterator[tuple[str, ast.expr, str]]:
+        """Every attribute the package assigns: (module, the owner's expression, the attribute's name), from
+        `owner.name = ...` and `setattr(owner, "name", ...)`."""
+        for name, module in self._modules():
+            for node in module.of_type(ast.Attribute, ast.Call):
+                if node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                    yield name, node.value, node.attr  # type: ignore[attr-defined]
+                elif (
+                    node.__class__ is ast.Call
+                    and isinstance(node.func, ast.Name)  # type: ignore[attr-defined]
+                    and node.func.id == "setattr"  # type: ignore[attr-defined]
+                    and len(node.args) >= 2  # type: ignore[attr-defined]
+                    and isinstance(node.args[1], ast.Constant)  # type: ignore[attr-defined]
+                    and isinstance(node.args[1].value, str)  # type: ignore[attr-defined]
+                ):
+                    yield name, node.args[0], node.args[1].value  # type: ignore[attr-defined]
+
     def set_by_package(self) -> frozenset[str]:
         """The vllm.* attributes the package assigns anywhere: `vllm.X.attr = ...` and `setattr(vllm.X, "attr",
         ...)`, by qualified name. Reading one is reading what the plugin itself stored."""
         if self._set_by_package is None:
             found: set[str] = set()
-            for name, module in self._modules():
-                table = self.tables[name]
-                for node in module.of_type(ast.Attribute, ast.Call):
-                    if node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
-                        target = qualified(node, table)  # type: ignore[arg-type]
-                    elif (
-                        node.__class__ is ast.Call
-                        and isinstance(node.func, ast.Name)  # type: ignore[attr-defined]
-                        and node.func.id == "setattr"  # type: ignore[attr-defined]
-                        and len(node.args) >= 2  # type: ignore[attr-defined]
-                        and isinstance(node.args[1], ast.Constant)  # type: ignore[attr-defined]
-                    ):
-                        owner = qualified(node.args[0], table)  # type: ignore[attr-defined]
-                        target = f"{owner}.{node.args[1].value}" if owner else None  # type: ignore[attr-defined]
-                    else:
-                        continue
-                    if target and target.split(".")[0] == "vllm":
-                        found.add(target)
+            for name, owner, attr in self._attribute_stores():
+                qualified_owner = qualified(owner, self.tables[name])
+                if qualified_owner and qualified_owner.split(".")[0] == "vllm":
+                    found.add(f"{qualified_owner}.{attr}")
             self._set_by_package = frozenset(found)
         return self._set_by_package
 
@@ -849,16 +852,7 @@ class ReleaseCheck:
     @cached_property
     def _stored_by_package(self) -> frozenset[str]:
         """Every attribute name the package assigns on any object (`x.name = ...`, `setattr(x, "name", ...)`)."""
-        found: set[str] = set()
-        for _name, module in self._modules():
-            for node in module.of_type(ast.Attribute, ast.Call):
-                if node.__class__ is ast.Attribute and node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
-                    found.add(node.attr)  # type: ignore[attr-defined]
-                elif node.__class__ is ast.Call and getattr(node.func, "id", None) == "setattr":  # type: ignore[attr-defined]
-                    args = node.args  # type: ignore[attr-defined]
-                    if len(args) >= 2 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
-                        found.add(args[1].value)
-        return frozenset(found)
+        return frozenset(attr for _module, _owner, attr in self._attribute_stores())
 
     def _self_attributes(self, module: Module, node: ast.ClassDef, qualname: str) -> None:
         """`self.X` read in a method of a class deriving from vLLM classes where nothing defines X: not the
