@@ -38,6 +38,7 @@ import tomlkit
 
 from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.catalog import load_catalog, load_registries
+from vllm_scaffold.catalog.registries import REGISTRIES_FILE
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.releases.check import check, with_tests
 from vllm_scaffold.doctor.report.findings import Finding, Severity
@@ -156,6 +157,36 @@ def registry_diff(old: ReleaseIndex, new: ReleaseIndex) -> list[str]:
     return lines
 
 
+def _source_hash(index: ReleaseIndex, qualname: str) -> str | None:
+    """The hash of the registration function's source; for a config field, its kind and type."""
+    symbol = index.resolve(qualname)
+    if not symbol.exists:
+        return None
+    found = index.modules.get(symbol.module, {}).get("h", {}).get(symbol.name)
+    return found or f"{symbol.kind}:{_signature(index, qualname)}"
+
+
+def carry_registries(version: str, previous: str, old: ReleaseIndex, new: ReleaseIndex) -> tuple[list[str], list[str]]:
+    """Explained and internal registries checked on `previous` whose registration functions are unchanged on
+    `version`, source for source (now named for it too), and the others, for a person to check again."""
+    carried, review = [], []
+    path = REGISTRIES_FILE
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    for registry in load_registries().values():
+        if registry.status == "templated" or previous not in registry.releases or version in registry.releases:
+            continue
+        hashes = [(_source_hash(old, s), _source_hash(new, s)) for s in registry.registration]
+        if hashes and all(before is not None and before == after for before, after in hashes):
+            carried.append(registry.key)
+            document[registry.key]["releases"].append(version)  # type: ignore[union-attr]
+        elif any(after is not None for _before, after in hashes):
+            review.append(registry.key)
+    if carried:
+        write_atomically(path, tomlkit.dumps(document).encode("utf-8"))
+        load_registries.cache_clear()
+    return carried, review
+
+
 def unclassified(index: ReleaseIndex) -> list[str]:
     registries = load_registries().values()
     claimed = {symbol for r in registries for symbol in r.registration}
@@ -260,11 +291,21 @@ def adopt(version: str, path: str) -> Path:
 
     diff = registry_diff(old, new)
     missing = unclassified(new)
+    carried_registries, review = carry_registries(version, previous, old, new)
     body = diff or ["No registry is new, removed or changed."]
+    body += [
+        "",
+        f"Explained and internal registries whose registration code is unchanged, now named for {version}: "
+        f"{len(carried_registries)}. Changed, to check again by hand ({len(review)}): "
+        + (", ".join(f"`{key}`" for key in review) or "none")
+        + ".",
+    ]
     body += ["", f"Not classified in vllm_scaffold/catalog/registries.toml ({len(missing)}):", ""]
     body += [f"- {item}" for item in missing] or ["- none"]
     report.section(f"Registries against {previous}", body)
-    report.summary.append(f"registries: {len(diff)} new, removed or changed; {len(missing)} unclassified")
+    report.summary.append(
+        f"registries: {len(diff)} new, removed or changed; {len(missing)} unclassified; {len(review)} to check again"
+    )
 
     moves, renamed, gone = migrate_moves(old, new)
     body = [

@@ -32,10 +32,10 @@ def cell(seam_dir: Path, version: str, releases: list[vllm_facts.ReleaseIndex]) 
     breaks = [f for f in findings if f.severity is not Severity.INFO]
     notes = [f for f in findings if f.severity is Severity.INFO]
     if breaks:
-        return "**breaks**: " + "; ".join(f"`{f.code}` {f.message}" for f in breaks)
+        return "**breaks**: " + "; ".join(dict.fromkeys(f"`{f.code}` {f.message}" for f in breaks))
     text = vllm_facts.kind_of(version)
     if notes:
-        text += " (" + "; ".join(f"`{f.code}` {f.message}" for f in notes) + ")"
+        text += " (" + "; ".join(dict.fromkeys(f"`{f.code}` {f.message}" for f in notes)) + ")"
     return text
 
 

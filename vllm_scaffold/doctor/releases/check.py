@@ -119,14 +119,28 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _returns_unless(stmt: object, module: Module | None = None) -> bool:
-    """`if <version or hasattr test>: ... return` (or raise): the statements after it run only when it passed.
-    A call of one of the module's capability checks (`capability_check`) is such a test too."""
+    """`if <version or hasattr test>: ... return` (or raise, or a test module's `pytest.skip(...)`, or
+    `sys.exit(...)`): the statements after it run only when it passed. A call of one of the module's
+    capability checks (`capability_check`) is such a test too."""
     return (
         stmt.__class__ is ast.If
         and not stmt.orelse  # type: ignore[attr-defined]
-        and isinstance(stmt.body[-1], (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+        and _leaves(stmt.body[-1])  # type: ignore[attr-defined]
         and (_is_version_test(stmt.test) or _calls_capability_check(stmt.test, module))  # type: ignore[attr-defined]
     )
+
+
+# Calls that never return: the code after them does not run.
+_LEAVING_CALLS = frozenset({"skip", "exit", "fail"})
+
+
+def _leaves(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in _LEAVING_CALLS
+    return False
 
 
 def _calls_capability_check(test: ast.expr, module: Module | None) -> bool:
@@ -729,9 +743,9 @@ class ReleaseCheck:
             if value in self.groups or id(node) in _in_annotations(module):
                 continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
             if loggers is None:
-                loggers = _logger_names(module)
+                loggers = _logger_names(module) | _probed_modules(module)
             if id(node) in loggers:
-                continue  # a logger's name ("vllm.plugins.fx") is a name, not a path
+                continue  # a logger's name ("vllm.plugins.fx"), or a module asked whether it exists
             place = Place(module, node)
             if place.guard == "type-checking":
                 continue
@@ -1225,6 +1239,17 @@ def _logger_names(module: Module) -> set[int]:
         for key, value in zip(node.keys, node.values, strict=True):  # type: ignore[attr-defined]
             if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
                 found.update(id(k) for k in value.keys if k is not None)
+    return found
+
+
+def _probed_modules(module: Module) -> set[int]:
+    """id() of the string constants `find_spec` is asked about: a module that may be missing, by design."""
+    found: set[int] = set()
+    for node in module.of_type(ast.Call):
+        func = node.func  # type: ignore[attr-defined]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name == "find_spec":
+            found.update(id(a) for a in node.args[:1])  # type: ignore[attr-defined]
     return found
 
 

@@ -1,9 +1,9 @@
-"""Both vLLM 0.32 logits-processor interfaces accept `MyLpLogitsProcessor`, at the interface level.
+"""Model Runner V2 accepts `MyLpLogitsProcessor`, at the interface level, on every release.
 
-The CPU engine only runs the V1 model runner, so Model Runner V2 is exercised here the way its loader does
-it (`build_custom_logits_processors`: entry point, type check against the V2 base, `Cls(vllm_config,
-req_states)`) and then driven as its sampler does (`add_request`, `apply_staged_writes`, `apply(logits,
-ctx)`). The V1 side is driven with hand-made batch updates; tests/test_logits_engine.py runs it in the
+Model Runner V2 is exercised here the way its loader does it (`build_custom_logits_processors`: entry point,
+type check against the V2 base, `Cls(vllm_config, req_states)`) and then driven as its sampler does
+(`add_request`, `apply_staged_writes`, `apply(logits, ctx)`). The V1 runner's interface, on the releases that
+have it, is tests/test_logits_v1_runner.py; tests/test_logits_engine.py runs the processor in the
 real engine.
 """
 
@@ -20,12 +20,6 @@ pytest.importorskip("vllm")
 from vllm.config import VllmConfig  # noqa: E402
 from vllm.exceptions import VLLMValidationError  # noqa: E402
 from vllm.sampling_params import SamplingParams  # noqa: E402
-from vllm.v1.sample.logits_processor import (  # noqa: E402
-    BatchUpdate,
-    MoveDirectionality,
-    _load_custom_logitsprocs,
-    validate_logits_processors_parameters,
-)
 from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsContext  # noqa: E402
 from vllm.v1.worker.gpu.sample.logits_processor.loader import (  # noqa: E402
     _load_v2_logitsprocs_plugins,
@@ -55,22 +49,12 @@ def assert_masked_to(row: torch.Tensor, original: torch.Tensor, ids: list[int]) 
     assert torch.isneginf(row[~keep]).all()
 
 
-def test_both_loaders_accept_the_entry_point(plugin_site: object) -> None:
-    assert MyLpLogitsProcessor in _load_custom_logitsprocs(())  # V1 loader (issubclass V1 base)
-    assert MyLpLogitsProcessor in _load_v2_logitsprocs_plugins()  # V2 loader (issubclass V2 base)
+def test_the_v2_loader_accepts_the_entry_point(plugin_site: object) -> None:
+    assert MyLpLogitsProcessor in _load_v2_logitsprocs_plugins()  # issubclass of the V2 base
 
 
-def test_masking_changes_the_argmax() -> None:
-    # True would make V1 skip the processor for all-greedy batches.
-    assert MyLpLogitsProcessor.is_argmax_invariant(object.__new__(MyLpLogitsProcessor)) is False
-
-
-@pytest.mark.parametrize("front_end", ["v1", "v2"])
-def test_front_end_validators_reject_bad_values(front_end: str, plugin_site: object) -> None:
-    if front_end == "v1":
-        validate = lambda params: validate_logits_processors_parameters(None, params)  # noqa: E731
-    else:
-        validate = build_custom_logits_processors_params_validator(None)
+def test_the_v2_front_end_validator_rejects_bad_values(plugin_site: object) -> None:
+    validate = build_custom_logits_processors_params_validator(None)
     validate(SamplingParams())
     validate(with_param(GOOD))
     for bad in BAD_VALUES:
@@ -128,39 +112,10 @@ def test_model_runner_v2_masks_only_the_slots_that_asked(plugin_site: object) ->
     assert torch.equal(logits, original[:2])
 
 
-def v1_processor() -> MyLpLogitsProcessor:
-    config = SimpleNamespace(model_config=SimpleNamespace(get_vocab_size=lambda: VOCAB))
-    return MyLpLogitsProcessor(config, torch.device("cpu"), False)
-
-
-def test_v1_update_state_applies_removed_added_moved_in_order() -> None:
-    processor = v1_processor()
-    added = [(0, with_param(GOOD), None, []), (1, SamplingParams(), None, [])]
-    processor.update_state(BatchUpdate(batch_size=3, removed=[], added=added, moved=[]))
-    # Row 0 finishes; a new request with OTHER takes row 2; then rows 1 and 2 swap.
-    processor.update_state(
-        BatchUpdate(
-            batch_size=3,
-            removed=[0],
-            added=[(2, with_param(OTHER), None, [])],
-            moved=[(1, 2, MoveDirectionality.SWAP)],
-        )
-    )
-    # Row 2 moves to the freed row 0 (condensing the batch).
-    moved = [(1, 0, MoveDirectionality.UNIDIRECTIONAL)]
-    processor.update_state(BatchUpdate(batch_size=2, removed=[], added=[], moved=moved))
-    processor.update_state(None)
-
-    original = torch.randn(2, VOCAB)
-    logits = processor.apply(original.clone())
-    assert_masked_to(logits[0], original[0], allowed_ids(OTHER))
-    assert torch.equal(logits[1], original[1])
-
-
-def test_ids_outside_the_vocabulary_leave_the_request_unmasked() -> None:
-    processor = v1_processor()
+def test_ids_outside_the_vocabulary_leave_the_request_unmasked(plugin_site: object) -> None:
+    processor = v2_processor()
     out_of_range = VOCAB
-    added = [(0, with_param(out_of_range), None, [])]
-    processor.update_state(BatchUpdate(batch_size=1, removed=[], added=added, moved=[]))
+    assert processor.add_request(0, with_param(out_of_range)) is False
+    processor.apply_staged_writes()
     original = torch.randn(1, VOCAB)
-    assert torch.equal(processor.apply(original.clone()), original)
+    assert torch.equal(processor.apply(original.clone(), v2_context([0])), original)

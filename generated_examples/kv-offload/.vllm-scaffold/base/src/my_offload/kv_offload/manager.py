@@ -56,8 +56,12 @@ class MyOffloadOffloadingManager(OffloadingManager):
     def prepare_load(self, keys: Collection[OffloadKey], req_context: ReqContext) -> HostSlots:
         return HostSlots(self.store.pin(list(keys)))
 
-    def touch(self, keys: Collection[OffloadKey], req_context: ReqContext) -> None:
-        self.store.touch(keys)
+    if hasattr(OffloadingManager, "touch"):
+        # vLLM 0.31 to 0.33 call touch() with every block a request reuses, the GPU prefix cache's too; 0.34
+        # removed the hook, and there recency moves only when a block is stored or loaded.
+
+        def touch(self, keys: Collection[OffloadKey], req_context: ReqContext) -> None:
+            self.store.touch(keys)
 
     def complete_load(self, keys: Collection[OffloadKey], req_context: ReqContext) -> None:
         self.store.unpin(keys)
