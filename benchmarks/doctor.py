@@ -4,7 +4,7 @@ synthetic 100,000-line plugin tree.
 `python benchmarks/doctor.py [--skip-download]` prints, for each plugin, its size and doctor's time
 (static checks only, the live probe off) in three parts: `read` (finding and parsing every module), `static`
 (every check) and the CPU time of both, the figure that holds on a machine other jobs are also using.
-The real plugin is fetched with `pip download --no-deps` into $VLLM_SCAFFOLD_CACHE/doctor-benchmark (the
+The real plugin is fetched with `pip download --no-deps` into $VLLMSCAFFOLD_CACHE/doctor-benchmark (the
 system temp directory by default); without a registry it is skipped with the reason. The process is set up as
 the command line sets up its own (`short_lived_process`: what a run builds is not rescanned by Python's cyclic
 collector).
@@ -146,7 +146,7 @@ def main() -> None:
         print(f"synthetic-plugin: {measure(synthetic_plugin(Path(scratch)))}")
     if arguments.skip_download:
         return
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", tempfile.gettempdir())) / "doctor-benchmark"
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", tempfile.gettempdir())) / "doctor-benchmark"
     cache.mkdir(parents=True, exist_ok=True)
     for requirement in REAL:
         archive = download(requirement, cache)

@@ -87,7 +87,7 @@ def main() -> None:
     sys.path.insert(0, str(PACKAGE_SRC))
     from vllm_scaffold_testing.tiny_model import cached_tiny_llama
 
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", ROOT / ".venv/vllm-scaffold-cache"))
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", ROOT / ".venv/vllm-scaffold-cache"))
     model = cached_tiny_llama(cache)
     texts = prompts(args.prompts)
     order = f"second round ({args.order} order) after reset_prefix_cache()"

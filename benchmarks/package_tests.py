@@ -35,7 +35,7 @@ def pytest_command(slow: bool) -> list[str]:
 
 
 def package_env(cache: Path) -> dict[str, str]:
-    env = {**os.environ, "VLLM_SCAFFOLD_CACHE": str(cache)}
+    env = {**os.environ, "VLLMSCAFFOLD_CACHE": str(cache)}
     env.pop("PYTHONPATH", None)
     return env
 
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("seams", nargs="*", default=templated_keys(), help="templated seams (default: all)")
     parser.add_argument("--slow", action="store_true", help="time `pytest --slow` instead of `pytest`")
     parser.add_argument("--load", type=int, default=0, metavar="N", help="other engine test runs meanwhile")
-    parser.add_argument("--cache", type=Path, help="VLLM_SCAFFOLD_CACHE for every run (tiny model built once)")
+    parser.add_argument("--cache", type=Path, help="VLLMSCAFFOLD_CACHE for every run (tiny model built once)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="package-tests-") as scratch:

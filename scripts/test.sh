@@ -69,14 +69,14 @@ done
 
 # One tiny model for the whole run, shared by the generated packages' own test sessions, and the doctor's
 # probe results: this checkout's own, made anew with .venv.
-export VLLM_SCAFFOLD_CACHE="${VLLM_SCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
+export VLLMSCAFFOLD_CACHE="${VLLMSCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
 # CUDA compile results (`--cuda-arch`) are kept across runs in the user's cache directory, where the harness
 # keeps them for any plugin author: each is keyed by the kernel module's source, the launch, the architecture,
 # Triton's version and the checker's code, so only a kernel or launch that changed is compiled again.
 # tests/test_cuda_compile.py uses caches of its own, so the compiling itself is tested on every run.
 compile_cache="${XDG_CACHE_HOME:-$HOME/.cache}/vllm-scaffold/cuda-compile"
-mkdir -p "$VLLM_SCAFFOLD_CACHE" "$compile_cache"
-[ -e "$VLLM_SCAFFOLD_CACHE/cuda-compile" ] || ln -s "$compile_cache" "$VLLM_SCAFFOLD_CACHE/cuda-compile"
+mkdir -p "$VLLMSCAFFOLD_CACHE" "$compile_cache"
+[ -e "$VLLMSCAFFOLD_CACHE/cuda-compile" ] || ln -s "$compile_cache" "$VLLMSCAFFOLD_CACHE/cuda-compile"
 # Two workers (pytest-xdist): most of a test's time is one process importing vLLM, installing a package or
 # waiting on an engine subprocess, so two keep a 2-core machine busy. tests/conftest.py starts the long tests
 # first, and a worker that runs out of tests takes pending ones from the other (--dist worksteal) instead of

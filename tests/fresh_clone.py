@@ -22,7 +22,7 @@ only there, this is adapted:
 - pip runs with `PIP_NO_INDEX=1`, so nothing is downloaded and the harness and the tool must resolve from
   `--find-links wheels`, and with build isolation off, so the package's build backend (hatchling) is the
   environment's instead of a download into an isolated build environment.
-- `VLLM_SCAFFOLD_CACHE` is kept, so the seams share one tiny model instead of writing one each.
+- `VLLMSCAFFOLD_CACHE` is kept, so the seams share one tiny model instead of writing one each.
 - The tool's wheel is built once per session (`pip wheel --no-deps --no-build-isolation`, the README's
   command without the build-isolation download) and copied into each package's `wheels/`.
 """
@@ -185,7 +185,7 @@ def runner_env(venv: Path, cache: Path) -> dict[str, str]:
         # pip reads this variable as the value of "build isolation": "0" turns it off.
         PIP_NO_BUILD_ISOLATION="0",
         PIP_DISABLE_PIP_VERSION_CHECK="1",
-        VLLM_SCAFFOLD_CACHE=str(cache),
+        VLLMSCAFFOLD_CACHE=str(cache),
     )
     return env
 

@@ -21,7 +21,7 @@ def run_kernel_tests(tmp_path: Path, test_source: str, *options: str) -> subproc
     project.mkdir(exist_ok=True)
     shutil.copy(FIXTURE, project / "copy_kernels.py")
     (project / "test_kernels.py").write_text(test_source)
-    env = {**os.environ, "VLLM_SCAFFOLD_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "VLLMSCAFFOLD_CACHE": str(tmp_path / "cache")}
     env.pop("TRITON_INTERPRET", None)
     return run_pytest(project, "-W", "default", *options, env=env)
 

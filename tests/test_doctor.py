@@ -2,7 +2,7 @@
 
 tests/fixtures/doctor/<code>/ is a small plugin package broken in exactly one way. Static expectations run
 with the live probe off (fast); the fixtures of live checks and the hand-written clean plugin also run through
-the live probe, two at a time, with results cached by content under VLLM_SCAFFOLD_CACHE, so a second run of
+the live probe, two at a time, with results cached by content under VLLMSCAFFOLD_CACHE, so a second run of
 this module only pays for what changed. A fresh package of every templated seam gets its live diagnosis in
 tests/test_generated_packages.py, whose workflow runs doctor with the probe on and asserts no error.
 

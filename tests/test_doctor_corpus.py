@@ -3,7 +3,7 @@
 tests/doctor_corpus.toml names each plugin by pinned version with what doctor reads of it and every
 finding code it reports, judged true (the plugin really breaks that way on vLLM 0.32), false (why the
 finding is wrong) or debatable (the claim is right, its consequence on 0.32 arguable). No plugin code is
-kept here: each is fetched with `pip download --no-deps` into $VLLM_SCAFFOLD_CACHE/doctor-corpus (the
+kept here: each is fetched with `pip download --no-deps` into $VLLMSCAFFOLD_CACHE/doctor-corpus (the
 system temp directory by default), once, and the test is skipped with pip's reason when the registry
 cannot be reached.
 
@@ -34,7 +34,7 @@ _KIND_FLAGS = {"sdist": ["--no-binary", ":all:"], "wheel": ["--only-binary", ":a
 
 
 def _cache() -> Path:
-    root = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", tempfile.gettempdir())) / "doctor-corpus"
+    root = Path(os.environ.get("VLLMSCAFFOLD_CACHE", tempfile.gettempdir())) / "doctor-corpus"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

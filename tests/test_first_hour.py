@@ -75,7 +75,7 @@ def engine_view(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.engine
 def test_the_readme_and_the_printed_commands_work_in_fresh_venvs(tmp_path: Path, engine_view: Path) -> None:
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", str(tmp_path / "cache")))
     # The tool's README, in a checkout: install the tool and the harness, generate a plugin.
     checkout = checkout_copy(tmp_path / "work" / "vllm-scaffold")
     tool_venv = fresh_clone.runner_venv(tmp_path / "tool-venv", engine_view)
@@ -114,7 +114,7 @@ def test_without_the_tools_wheel_ci_skips_doctor_with_a_warning(tmp_path: Path, 
     package = render_example("general-plugin", tmp_path / "my_plugin")
     steps = fresh_clone.workflow_steps(package)
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
-    env = fresh_clone.runner_env(venv, Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache"))))
+    env = fresh_clone.runner_env(venv, Path(os.environ.get("VLLMSCAFFOLD_CACHE", str(tmp_path / "cache"))))
     install = next(step["run"] for step in steps if step["name"].startswith("Install vllm-scaffold"))
     assert "::warning title=doctor skipped::" in run(install, package, env)
     doctors = [step["run"] for step in steps if step["name"].startswith("Doctor")]

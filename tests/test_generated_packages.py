@@ -88,7 +88,7 @@ def test_generated_package_ci_passes_from_a_fresh_clone(
     assert "pip wheel --no-deps --wheel-dir wheels path/to/vllm-scaffold`" in " ".join(readme.split())
     clone = fresh_clone.commit_and_clone(package, [tool_wheel], tmp_path / "clone")
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", str(tmp_path / "cache")))
     results = fresh_clone.run_workflow(clone, venv, cache, printed)
     for step in results:
         print(f"{key}: {step.name}: {'replaced' if step.replaced else f'{step.seconds:.0f} s'}")
@@ -130,10 +130,10 @@ def test_release_canary_passes_from_a_fresh_clone_and_closes_its_issue(
     package = fresh_clone.next_line(created.stdout).directory  # with the harness wheel `new` writes
     clone = fresh_clone.commit_and_clone(package, [tool_wheel], tmp_path / "clone")
     venv = fresh_clone.runner_venv(tmp_path / "venv", engine_view)
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", str(tmp_path / "cache")))
     with hosting_stand_in.serving({"vllm": "0.33.0"}) as hosting:
         left_open = hosting.add_issue("Release canary: the newest vLLM breaks this plugin", "", ["release-canary"])
-        runner = {**hosting_stand_in.runner_variables(hosting), "VLLM_RELEASE": ""}  # on schedule: no input
+        runner = {**hosting_stand_in.runner_variables(hosting), "CANARY_RELEASE": ""}  # on schedule: no input
         canary = ".github/workflows/release-canary.yml"
         results = fresh_clone.run_workflow(clone, venv, cache, workflow_file=canary, runner=runner)
     for step in results:

@@ -153,7 +153,7 @@ def test_every_seam_has_answer_strategies() -> None:
 
 
 @settings(
-    max_examples=int(os.environ.get("VLLM_SCAFFOLD_PROPERTY_EXAMPLES", "12")),
+    max_examples=int(os.environ.get("VLLMSCAFFOLD_PROPERTY_EXAMPLES", "12")),
     deadline=None,
     derandomize=True,
     database=None,

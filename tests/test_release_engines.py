@@ -33,7 +33,7 @@ def release_env(version: str, cache: Path) -> dict[str, str]:
     env.update(
         PATH=os.pathsep.join([str(release_engines.python(version).parent), env.get("PATH", "")]),
         VIRTUAL_ENV=str(release_engines.environment(version)),
-        VLLM_SCAFFOLD_CACHE=str(cache),
+        VLLMSCAFFOLD_CACHE=str(cache),
     )
     return env
 
@@ -46,7 +46,7 @@ def test_in_engine_tests_pass_on_release(key: str, version: str, tmp_path: Path)
     if reason:
         pytest.skip(reason)
     package = render_example(key, tmp_path / key)
-    cache = Path(os.environ.get("VLLM_SCAFFOLD_CACHE", str(tmp_path / "cache")))
+    cache = Path(os.environ.get("VLLMSCAFFOLD_CACHE", str(tmp_path / "cache")))
     completed = subprocess.run(
         [str(release_engines.python(version)), "-m", "pytest", *REPRESENTATIVE],
         cwd=package,

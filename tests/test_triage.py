@@ -23,7 +23,7 @@ from vllm_scaffold.route.triage import triage
 
 # The release the forks are built from; scripts/adopt_release.py builds them from a new release to see which
 # fixtures still apply and route alike there.
-RELEASE = os.environ.get("VLLM_SCAFFOLD_TRIAGE_RELEASE", "0.32.0")
+RELEASE = os.environ.get("VLLMSCAFFOLD_TRIAGE_RELEASE", "0.32.0")
 
 
 @pytest.fixture(scope="session")

@@ -62,7 +62,7 @@ def run_package_tests(package: Path, cache: Path, *pytest_args: str) -> None:
 
     Fails with the output tail. The slow tier of every seam runs with the golden packages' own suites.
     """
-    env = {**os.environ, "VLLM_SCAFFOLD_CACHE": os.environ.get("VLLM_SCAFFOLD_CACHE", str(cache))}
+    env = {**os.environ, "VLLMSCAFFOLD_CACHE": os.environ.get("VLLMSCAFFOLD_CACHE", str(cache))}
     env.pop("PYTHONPATH", None)
     completed = run_pytest(package, "-x", *pytest_args, env=env)
     output = completed.stdout + completed.stderr

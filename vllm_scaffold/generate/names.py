@@ -61,8 +61,11 @@ def class_prefix(name: str) -> str:
 
 
 def env_prefix(name: str) -> str:
-    """`my_attn` -> `MY_ATTN`: the prefix of the environment variables a package reads."""
-    return name.upper()
+    """`my_attn` -> `MY_ATTN`: the prefix of the environment variables a package reads. A name in vLLM's own
+    `VLLM_` namespace loses that underscore (`vllm_attn` -> `VLLMATTN`): vLLM 0.34 warns about every `VLLM_*`
+    variable it does not know, and refuses it under `--fail-on-environ-validation`."""
+    prefix = name.upper()
+    return "VLLM" + prefix.removeprefix("VLLM_") if prefix.startswith("VLLM_") else prefix
 
 
 def dist_name(package: str) -> str:

@@ -2,7 +2,7 @@
 
 - Shipped: `vllm_scaffold/vllm_facts/releases/<version>.json.xz`, written by `scripts/build_vllm_index.py`.
 - Cached: indexes built on this machine (the installed vLLM, a release fetched for `doctor --vllm`), under
-  the cache directory (`$VLLM_SCAFFOLD_CACHE`, else `$XDG_CACHE_HOME/vllm-scaffold`, else
+  the cache directory (`$VLLMSCAFFOLD_CACHE`, else `$XDG_CACHE_HOME/vllm-scaffold`, else
   `~/.cache/vllm-scaffold`), with the wheels `pip download --no-deps` fetched.
 - The installed vLLM is indexed from its own source files, never imported; when those files are exactly the
   ones a shipped index was built from (same digest), the shipped index is used as it is.
@@ -16,6 +16,7 @@ import lzma
 import os
 import subprocess
 import sys
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -28,8 +29,21 @@ SHIPPED = Path(__file__).parent / "releases"
 SUFFIX = ".json.xz"
 
 
+# The cache directory's variable, outside vLLM's VLLM_ namespace: vLLM 0.34 warns about every VLLM_ variable it
+# does not know when an engine is configured. Its former name is read for one release, with a warning.
+CACHE_ENV = "VLLMSCAFFOLD_CACHE"
+FORMER_CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
+
+
 def cache_root() -> Path:
-    explicit = os.environ.get("VLLM_SCAFFOLD_CACHE")
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit is None and (explicit := os.environ.get(FORMER_CACHE_ENV)) is not None:
+        warnings.warn(
+            f"{FORMER_CACHE_ENV} is deprecated: set {CACHE_ENV} instead (vLLM 0.34 warns about VLLM_ variables "
+            "it does not know)",
+            FutureWarning,
+            stacklevel=2,
+        )
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

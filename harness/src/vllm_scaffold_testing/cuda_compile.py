@@ -34,7 +34,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
+from vllm_scaffold_testing import environ
+
 CONFIGS_FUNCTION = "cuda_launch_configs"
 DEFAULT_ARCHS = (80, 89, 90, 100)
 # Per-warp register allocation unit and the register file of one SM (the same on every architecture here).
@@ -207,8 +208,8 @@ class CompileResult:
 
 
 def cache_dir() -> Path:
-    """Where compile results are kept: $VLLM_SCAFFOLD_CACHE/cuda-compile, else the user's cache directory."""
-    base = os.environ.get(CACHE_ENV) or os.path.join(
+    """Where compile results are kept: $VLLMSCAFFOLD_CACHE/cuda-compile, else the user's cache directory."""
+    base = environ.setting(environ.CACHE_ENV) or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vllm-scaffold"
     )
     return Path(base) / "cuda-compile"

@@ -12,7 +12,7 @@ vLLM nor Triton at load time, so kernel tests also run where vLLM is absent.
 - Without CUDA, `TRITON_INTERPRET=1` is set before any test module imports Triton, so `@triton.jit`
   kernels run on CPU tensors through the interpreter.
 - `tiny_llama`: a tiny random Llama with its tokenizer, built once per session (or once per cache
-  directory named by VLLM_SCAFFOLD_CACHE).
+  directory named by VLLMSCAFFOLD_CACHE).
 - `plugin_site`: the package under test, visible to this process and every process it starts.
 - `engine_env`, `run_python`: engine subprocesses; `make_llm`: in-process engines torn down after the test;
   `openai_server`: vLLM's HTTP server, its log attached to the report when the test fails.
@@ -32,13 +32,12 @@ from typing import Any
 
 import pytest
 
-from vllm_scaffold_testing import engine, scale_out, tiny_model
+from vllm_scaffold_testing import engine, environ, scale_out, tiny_model
 from vllm_scaffold_testing.attention import cpu_attention_override  # noqa: F401
 from vllm_scaffold_testing.kernels import disabled_kernels  # noqa: F401
 from vllm_scaffold_testing.server import SERVER_DEFAULTS, OpenAIServer
 from vllm_scaffold_testing.shared import _attach_shared_server_logs, module_llm, module_server  # noqa: F401
 
-CACHE_ENV = "VLLM_SCAFFOLD_CACHE"
 _SITE = pytest.StashKey[Path | None]()
 _CUDA_CHECKS = pytest.StashKey[Any]()
 
@@ -63,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="ARCHS",
         default=None,
         help="also compile every Triton launch and declared CUDA configuration for these NVIDIA "
-        "architectures, e.g. 80,89,90,100 (no GPU needed; results cached in $VLLM_SCAFFOLD_CACHE)",
+        "architectures, e.g. 80,89,90,100 (no GPU needed; results cached in $VLLMSCAFFOLD_CACHE)",
     )
 
 
@@ -153,7 +152,7 @@ def _deselect_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Directory of a tiny random-weight Llama (float32) and its tokenizer."""
-    cache = os.environ.get(CACHE_ENV)
+    cache = environ.setting(environ.CACHE_ENV)
     base = Path(cache) if cache else tmp_path_factory.mktemp("models")
     return tiny_model.cached_tiny_llama(base)
 

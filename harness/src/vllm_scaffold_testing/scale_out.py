@@ -46,7 +46,7 @@ RAY_CLUSTER_BOUNDS: dict[str, Any] = {
 }
 
 # Where an engine script's Ray processes keep their files; its path on their command lines identifies them.
-RAY_TEMP_DIR_ENV = "VLLM_SCAFFOLD_RAY_TEMP_DIR"
+RAY_TEMP_DIR_ENV = "VLLMSCAFFOLD_RAY_TEMP_DIR"
 
 # Ray starts its workers at niceness 15, behind every other process of a busy machine; vLLM's workers are the
 # engine here. Read by the Ray daemons a process starts.

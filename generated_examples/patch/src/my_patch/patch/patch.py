@@ -41,6 +41,7 @@ EXPECTED_PARAMETERS: dict[str, str] = {
     "0.31.0": "self",
     "0.32.0": "self",
     "0.33.0": "self",
+    "0.34.0": "self",
 }
 # Marks the wrapper, so that a second apply() in one process sees the target is already wrapped.
 MARK = "__my_patch_my_patch__"

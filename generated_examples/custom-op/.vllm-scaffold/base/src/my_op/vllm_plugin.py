@@ -14,13 +14,13 @@ from importlib import import_module
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_VLLM = ">=0.31.0,<=0.33.0"
+SUPPORTED_VLLM = ">=0.31.0,<=0.34.0"
 # The releases inside SUPPORTED_VLLM this package's templates were verified on by vllm-scaffold: the
 # generated tests that start vLLM ran inside the CPU engine of ENGINE_TESTED_VLLM, and the use of vLLM
 # (imports, base classes, overrides, calls) was checked against the sources of API_CHECKED_VLLM.
 # register() warns on any other release.
 ENGINE_TESTED_VLLM: tuple[str, ...] = ("0.31.0", "0.32.0")
-API_CHECKED_VLLM: tuple[str, ...] = ("0.33.0",)
+API_CHECKED_VLLM: tuple[str, ...] = ("0.33.0", "0.34.0")
 
 # "module:function" of each component that registers something with vLLM, called in this order.
 # `vllm-scaffold add` appends one line per such component.
