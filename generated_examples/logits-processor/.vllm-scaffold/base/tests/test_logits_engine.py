@@ -22,7 +22,6 @@ from importlib.util import find_spec
 from typing import Any
 
 import pytest
-import torch
 
 pytest.importorskip("vllm")
 
@@ -31,13 +30,24 @@ from vllm.exceptions import VLLMValidationError  # noqa: E402
 
 from my_lp.logits.processor import PARAM  # noqa: E402
 
-# vLLM 0.34 removed the V1 model runner; its CPU model runner builds only vLLM's own logits processors (bias,
-# penalties, bad words), so there a custom one is loaded for validate_params and never applied.
+# vLLM 0.34 removed the V1 model runner. Its CPU workers run Model Runner V2 (with Triton) and apply custom
+# logits processors, except the standalone CPU runner of non-x86 machines without Triton, whose sampler
+# applies only vLLM's own (bias, penalties, bad words): there a custom one is loaded for validate_params,
+# never applied.
 HAS_V1_RUNNER = find_spec("vllm.v1.sample.logits_processor") is not None
+
+
+def custom_processors_applied() -> bool:
+    from vllm.platforms import current_platform
+
+    standalone = getattr(current_platform, "uses_standalone_cpu_model_runner", None)
+    return not (standalone is not None and standalone())
+
+
 pytestmark = pytest.mark.engine
 cpu_applies_custom_processors = pytest.mark.skipif(
-    not HAS_V1_RUNNER and not torch.cuda.is_available(),
-    reason="this vLLM's CPU model runner applies no custom logits processor (vLLM 0.34 on)",
+    not custom_processors_applied(),
+    reason="the standalone CPU runner (vLLM 0.34, non-x86, no Triton) applies no custom logits processor",
 )
 
 PROMPTS = [

@@ -10,7 +10,8 @@ derive from its own base:
 - Model Runner V2 (`vllm.v1.worker.gpu.sample.logits_processor`), in every release this package supports:
   `Cls(vllm_config, req_states)`, then `add_request(slot, params)`, `apply_staged_writes()` and
   `apply(logits, ctx)`, rows mapped to request slots by `ctx.expanded_idx_mapping`. From vLLM 0.34 it is the
-  only one; on 0.34 the CPU model runner builds no custom logits processor at all (see the README).
+  only one, on CPU too, except the standalone CPU runner of non-x86 machines without Triton, which applies no
+  custom logits processor (docs/logits.md).
 - the V1 model runner (`vllm.v1.sample.logits_processor`), vLLM 0.31 to 0.33 (the CPU runner, and CUDA with
   VLLM_USE_V2_MODEL_RUNNER=0): `Cls(vllm_config, device, is_pin_memory)`, then `update_state(batch_update)`
   and `apply(logits)` every step, rows being positions in the persistent batch. vLLM 0.34 removed it.
