@@ -229,7 +229,8 @@ def gone_modules(old: ReleaseIndex, new: ReleaseIndex) -> list[str]:
 
 def triage_fixtures(version: str) -> tuple[int, str]:
     environment = dict(os.environ, VLLMSCAFFOLD_TRIAGE_RELEASE=version)
-    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "tests/test_triage.py"]
+    command = [sys.executable, "-m", "pytest", "-q", "--tb=no", "-rf", "-n", "0", "-p", "no:cacheprovider"]
+    command.append("tests/test_triage.py")
     result = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
     return result.returncode, result.stdout
 

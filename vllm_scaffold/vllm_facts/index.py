@@ -286,6 +286,12 @@ class ReleaseIndex:
         return self.data.get("custom_ops", {})
 
     @property
+    def environment_variables(self) -> frozenset[str]:
+        """The variables `vllm.envs` defines (the names its module `__getattr__` serves): the `VLLM_*` ones are
+        the only `VLLM_*` variables vLLM's environment check accepts."""
+        return frozenset(self.modules.get("vllm.envs", {}).get("l", {}))
+
+    @property
     def registration_points(self) -> dict[str, dict]:
         """Every function and method through which code registers with one of the release's registries
         (`registration_points.py`): symbol -> kind, the containers it fills, the member and points it uses."""

@@ -12,6 +12,7 @@ into vLLM functions and constructors, and `"vllm.x.y"` strings such as class pat
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from functools import cached_property
 
@@ -52,6 +53,18 @@ SECTION = "Across releases (`--vllm`)"
 _IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
 # Bases that give a plugin class no attribute it would read through self.
 _NO_MEMBER_BASES = frozenset({"object", "abc.ABC", "typing.Generic", "typing.Protocol", "ABC", "Generic", "Protocol"})
+
+
+# The logits-processor interfaces: the V1 runner's (gone in 0.34) and Model Runner V2's.
+LOGITS_GROUP = "vllm.logits_processors"
+V1_LOGITS_MODULE = "vllm.v1.sample.logits_processor"
+V2_LOGITS_BASE = "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor"
+V2_LOGITS_PUBLIC = "vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor"
+_V1_LOGITS_FIX = (
+    f"derive the processor from {V2_LOGITS_PUBLIC} (Model Runner V2's interface: __init__(vllm_config, req_states), "
+    "add_request, apply(logits, ctx)); keep the V1 class only for releases before 0.34, behind "
+    f'`importlib.util.find_spec("{V1_LOGITS_MODULE}")`'
+)
 
 
 def finding(code: str, where: str, message: str, fix: str) -> Finding:
@@ -334,8 +347,10 @@ class ReleaseCheck:
             self.attributes(module)
             self.calls(module)
             self.dotted_strings(module)
+            self.environment_variables(module)
             self.patches(module)
         self.subclasses()
+        self.logits_processor_interfaces()
         self.endpoint_routes()
         self.findings += check_patches(self.package, self.index, self.sites)
         return self.findings
@@ -466,7 +481,9 @@ class ReleaseCheck:
                         "vllm-import-missing",
                         place,
                         f"{missing} does not exist in {self.release}{self._elsewhere(missing)}",
-                        "import it from where this release defines it, or guard the import for the releases "
+                        _V1_LOGITS_FIX
+                        if missing.startswith(V1_LOGITS_MODULE)
+                        else "import it from where this release defines it, or guard the import for the releases "
                         "that have it",
                     )
 
@@ -758,6 +775,29 @@ class ReleaseCheck:
                     "point it at where this release defines it",
                 )
 
+    # -- environment variables ---------------------------------------------------------------------------
+
+    def environment_variables(self, module: Module) -> None:
+        """A `VLLM_*` variable the plugin reads or sets (`os.environ[...]`, `os.getenv`, `os.environ.get`,
+        `setdefault`, `pop`, `os.putenv`) that the release does not define: vLLM's environment check logs it in
+        every engine, and refuses it under `--fail-on-environ-validation`."""
+        known = self.index.environment_variables
+        if not known:
+            return
+        for node in module.of_type(ast.Call, ast.Subscript):
+            key = _environment_key(node)
+            if key is None or not _VLLM_VARIABLE.fullmatch(key) or key in known:
+                continue
+            self.report(
+                "env-unknown-vllm-variable",
+                Place(module, node),
+                f"{key} is in vLLM's VLLM_ namespace, which {self.release} does not define: wherever it is set, "
+                f'every engine logs "Unknown vLLM environment variable detected: {key}", and refuses to start '
+                "under --fail-on-environ-validation",
+                "name the plugin's own variables outside the VLLM_ prefix (the package's name in capitals, for "
+                "example), reading the old name for a release with a deprecation warning",
+            )
+
     # -- subclasses ----------------------------------------------------------------------------------------
 
     def _plugin_classes(self) -> dict[str, tuple[Module, ast.ClassDef]]:
@@ -819,6 +859,75 @@ class ReleaseCheck:
             self._overrides(module, node, bases)
             self._super_calls(module, node, bases)
             self._self_attributes(module, node, qualname)
+
+    def logits_processor_interfaces(self) -> None:
+        """On a release whose only runner is Model Runner V2, an entry point of `vllm.logits_processors` whose class
+        does not derive from V2's `LogitsProcessor`: the loader refuses it and no engine starts. (Where the V1
+        runner exists too, which of the two loads the class depends on the platform: the live probe checks it.)"""
+        if self.index.has_module(V1_LOGITS_MODULE) or not self.index.resolve(V2_LOGITS_BASE).exists:
+            return
+        for ep in self.package.entry_points_in(LOGITS_GROUP):
+            qualname = self._entry_class(ep.value)
+            if qualname is None:
+                continue  # not a class of the plugin's own: nothing proves what it derives from
+            module, node = self.plugin_classes[qualname]
+            names = self._base_names(qualname)
+            if names is None or any(self._is_v2_logits(name) for name in names):
+                continue
+            v1 = [name for name in names if name.startswith(V1_LOGITS_MODULE)]
+            derives = (
+                f"derives from {v1[0]}, the V1 runner's interface, which {self.release} removed"
+                if v1
+                else ("derives from no LogitsProcessor base")
+            )
+            self.report(
+                "logits-processor-not-v2",
+                Place(module, node, None),
+                f"{node.name}, the `{ep.name}` entry point of {LOGITS_GROUP}, {derives}: Model Runner V2 is "
+                f"{self.release}'s only runner, and its loader refuses a class that is not a subclass of "
+                f"{V2_LOGITS_PUBLIC} with ValueError when the front end starts, so no engine of the environment starts",
+                _V1_LOGITS_FIX,
+            )
+
+    def _entry_class(self, value: str) -> str | None:
+        """The plugin class an entry point's `module:attr` names (through one re-export), or None."""
+        module_name, _, attr = value.partition(":")
+        module_name, attr = module_name.strip(), attr.strip()
+        if not attr or "." in attr:
+            return None
+        direct = f"{module_name}.{attr}"
+        if direct in self.plugin_classes:
+            return direct
+        exported = self.tables.get(module_name, {}).get(attr)
+        return exported if exported in self.plugin_classes else None
+
+    def _base_names(self, qualname: str) -> list[str] | None:
+        """Every base named in the plugin's lineage of `qualname` that is not a plugin class, dotted; None when
+        one of them is neither vLLM's nor a builtin (another library's class could derive from anything)."""
+        found: list[str] = []
+        pending, seen = [qualname], set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            module, node = self.plugin_classes[current]
+            for base in self.bases(module, node):
+                if base in self.plugin_classes:
+                    pending.append(base)
+                elif base.split(".")[0] == "vllm" or base in _NO_MEMBER_BASES:
+                    found.append(base)
+                else:
+                    return None
+            if len(node.bases) != len(self.bases(module, node)):
+                return None  # a base written as an expression the import table cannot name
+        return found
+
+    def _is_v2_logits(self, name: str) -> bool:
+        symbol = self.index.resolve(name)
+        if symbol.kind != "class":
+            return False
+        return any(cls.qualname == V2_LOGITS_BASE for cls in self.index.mro(symbol)[0])
 
     def _plugin_lineage(self, qualname: str) -> tuple[list[ast.ClassDef], list[Symbol]] | None:
         """(the plugin's classes in `qualname`'s lineage, the vLLM classes they derive from), or None when a
@@ -1240,6 +1349,32 @@ def _logger_names(module: Module) -> set[int]:
             if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
                 found.update(id(k) for k in value.keys if k is not None)
     return found
+
+
+_VLLM_VARIABLE = re.compile(r"VLLM_[A-Z0-9_]+")
+_ENVIRON_METHODS = frozenset({"get", "setdefault", "pop"})
+
+
+def _environment_key(node: ast.AST) -> str | None:
+    """The literal variable name `node` reads or sets in the process environment, or None."""
+    if isinstance(node, ast.Subscript):
+        target, key = node.value, node.slice
+        if not (isinstance(target, ast.Attribute) and target.attr == "environ") and not (
+            isinstance(target, ast.Name) and target.id == "environ"
+        ):
+            return None
+    elif isinstance(node, ast.Call) and node.args:
+        func, key = node.func, node.args[0]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        on_environ = (isinstance(owner, ast.Attribute) and owner.attr == "environ") or (
+            isinstance(owner, ast.Name) and owner.id == "environ"
+        )
+        if not (name in {"getenv", "putenv"} or (name in _ENVIRON_METHODS and on_environ)):
+            return None
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def _probed_modules(module: Module) -> set[int]:
