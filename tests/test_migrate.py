@@ -121,6 +121,21 @@ def test_what_it_cannot_rewrite_is_listed_with_the_doctor_code_and_exits_1(tmp_p
     assert len(left) == 1 and "vllm-attribute-missing" in left[0] and "is_quantized_kv_cache" in left[0], result.output
 
 
+def test_the_v1_logits_interface_is_not_a_move_and_is_left_with_its_fix(tmp_path: Path) -> None:
+    """vLLM 0.34 removed the V1 runner's interface: nothing defines it elsewhere, so migrate rewrites nothing and
+    leaves doctor's finding, with the fix that names Model Runner V2's base."""
+    root = tmp_path / "logits-processor"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "packages" / "logits-processor-0.33", root)
+
+    result = run_cli("migrate", "--vllm", "0.34.0", "--project", str(root), "--dry-run")
+
+    assert result.exit_code == 1, result.output
+    assert "from vLLM 0.33.0 to 0.34.0" in result.output and "nothing to rewrite" in result.output
+    left = [line for line in result.output.splitlines() if line.startswith("left ")]
+    assert left and all("vllm-import-missing" in line and "processor.py" in line for line in left), result.output
+    assert "fix: derive the processor from vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor" in result.output
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [

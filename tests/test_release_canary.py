@@ -8,6 +8,8 @@ workflow's, which share its wheels and engine view.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 import yaml
 
 from tests import hosting_stand_in
+from tests.helpers import run_cli
 from vllm_scaffold.generate.scaffold import render_example
 
 CANARY = ".github/workflows/release-canary.yml"
@@ -118,3 +121,36 @@ def test_a_report_with_a_wrong_token_or_no_results_fails_the_run(package: Path) 
         )
         assert refused.returncode != 0 and "401" in refused.stderr
         assert hosting.issues == []
+
+
+# A logits-processor package as the tool generated it while vLLM 0.33 was the newest release (its golden copy then),
+# with its recorded answers and base: what a user had when 0.34 came out.
+BEFORE_0_34 = Path(__file__).parent / "fixtures" / "packages" / "logits-processor-0.33"
+
+
+def canary_doctor(package: Path, release: str) -> dict:
+    """The canary's doctor step against `release`, as the workflow runs it; its saved result."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = [sys.executable, STEPS, "doctor", "--vllm", release]
+    subprocess.run(command, cwd=package, env=env, check=True, capture_output=True, text=True)
+    return json.loads((package / "canary" / "doctor.json").read_text())
+
+
+def test_the_canary_reports_what_vllm_0_34_broke_and_update_mends_it(tmp_path: Path) -> None:
+    package = tmp_path / "logits-processor"
+    shutil.copytree(BEFORE_0_34, package)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "as generated for 0.33"]):
+        subprocess.run([*git, *command], cwd=package, check=True)
+
+    broken = canary_doctor(package, "0.34.0")
+    assert broken["returncode"] == 1, broken["output"]
+    assert "vllm-import-missing" in broken["output"] and "src/my_lp/logits/processor.py:27" in broken["output"]
+
+    updated = run_cli("update", cwd=package)
+    assert updated.exit_code == 0, updated.output
+    assert "update  src/my_lp/logits/processor.py" in updated.output
+
+    mended = canary_doctor(package, "0.34.0")
+    assert mended["returncode"] == 0, mended["output"]
+    assert "0 errors, 0 warnings" in mended["output"]

@@ -347,4 +347,5 @@ def _left_for_doctor(migration: Migration) -> None:
         if finding.severity.value == "info":
             continue
         migration.left.append(f"left    {finding.where}: {finding.code} ({finding.severity.value}) {finding.message}")
+        migration.left.append(f"        fix: {finding.fix}")
         migration.errors += finding.severity.value == "error"
