@@ -110,6 +110,32 @@ def test_triton_matches_torch_on_cuda(dtype: torch.dtype, shape: tuple[int, int]
     assert torch.isfinite(out[rows[allowed[:, 0] >= 0]]).sum() > 0
 
 
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)],
+)
+def test_the_model_runner_v2_call_masks_rows_through_their_slots(device: str) -> None:
+    """The call Model Runner V2 makes, the only one from vLLM 0.34: every row of the step, the slot table
+    gathered by the row-to-slot mapping (the rows of one request repeat its slot under speculative decoding,
+    rows of requests without the parameter carry NO_TARGET)."""
+    if device == "cpu" and torch.cuda.is_available():
+        pytest.skip("the CUDA case runs instead")
+    vocab = 128256 if device == "cuda" else 1031
+    slots = torch.full((8, 3), NO_TARGET, dtype=torch.int64)
+    slots[2] = torch.tensor([5, 9, vocab - 1])
+    slots[6, 0] = 0
+    row_to_slot = torch.tensor([6, 2, 2, 2, 4, 0, 6], dtype=torch.int64)  # request in slot 2: 3 draft rows
+    generator = torch.Generator().manual_seed(34)
+    logits = torch.randn(row_to_slot.numel(), vocab, generator=generator).to(
+        device=device, dtype=torch.bfloat16
+    )
+    expected = mask_to_allowed_torch(logits.clone(), torch.arange(len(row_to_slot)), slots[row_to_slot])
+    table = slots.to(device)[row_to_slot.to(device)]
+    out = mask_to_allowed(logits, torch.arange(len(row_to_slot), device=device), table)
+    torch.testing.assert_close(out.cpu(), expected.cpu(), rtol=0, atol=0)
+    assert torch.isneginf(out[4]).sum() == 0 and torch.isneginf(out[5]).sum() == 0  # slots without a target
+
+
 def test_traffic_matches_a_hand_count() -> None:
     """2 rows of a 10-token vocabulary, 3 allowed ids each, fp16: 2 x 7 logits of 2 bytes written, and
     2 x (1 row index + 3 ids) int64 values of 8 bytes read; no FLOPs."""
