@@ -255,6 +255,14 @@ STALE = [
     "vLLM logs a warning and the package",  # logger.debug
     "only when they are ValueError",  # TypeError, OverflowError, VLLMClientError are 400 too
     "model inspection and tools call",  # load_general_plugins runs once per process
+    "works for tools",  # --tool-call-parser is checked before endpoint plugins load
+    "passes the server's check",  # the API server checks the name before those plugins load
+    "only then does",  # the scheduler drains the connector's events every step
+    "the engine core does not call it",  # it does, for structured outputs and MFU metrics
+    "runs without the plugin",  # not for a logits processor or a worker extension
+    'collective_rpc("device") gets',  # it raises TypeError
+    "salt=None",  # VllmConfig.compute_hash(self, include_version=True)
+    "before the KV cache exists",  # the spec is built from the KV-cache config
 ]
 
 
