@@ -1182,7 +1182,7 @@ BROKEN["worker-extension-name-shadowed"] = Variant(
 
 
         class FxWorkerExtension:
-            def device(self) -> str:  # Worker.__init__ sets self.device: collective_rpc("device") gets that
+            def device(self) -> str:  # the worker's self.device hides it: collective_rpc("device") raises TypeError
                 return "fx"
 
             def update_environment_variables(self, envs) -> None:  # WorkerWrapperBase's own is found first

@@ -257,6 +257,14 @@ STALE = [
     "vLLM logs a warning and the package",  # logger.debug
     "only when they are ValueError",  # TypeError, OverflowError, VLLMClientError are 400 too
     "model inspection and tools call",  # load_general_plugins runs once per process
+    "works for tools",  # --tool-call-parser is checked before endpoint plugins load
+    "passes the server's check",  # the API server checks the name before those plugins load
+    "only then does",  # the scheduler drains the connector's events every step
+    "the engine core does not call it",  # it does, for structured outputs and MFU metrics
+    "runs without the plugin",  # not for a logits processor or a worker extension
+    'collective_rpc("device") gets',  # it raises TypeError
+    "salt=None",  # VllmConfig.compute_hash(self, include_version=True)
+    "before the KV cache exists",  # the spec is built from the KV-cache config
 ]
 
 
@@ -400,3 +408,79 @@ def test_every_catalog_claim_states_a_fact() -> None:
     assert not unstated, "catalog claims without a {fact:KEY} (write the fact in facts.toml):\n" + "\n".join(unstated)
     gone = set(NOT_A_VLLM_CLAIM) - allowed
     assert not gone, f"allowed lines no longer in the catalog: {gone}"
+
+
+# -- anchors that prove ----------------------------------------------------------------------------------------
+
+# A line of vLLM's code that would survive the behaviour changing: a `def` or decorator line, a field default or
+# declaration (`name: type = literal`), a signature's parameter, a comment, a string alone (a log or error
+# message, a flag's name, a docstring). A `class` line is not one: its bases are what an inheritance claim says.
+_DEFAULT = (
+    r"(None|True|False|\"[^\"]*\"|'[^']*'|-?[\d.]+|\[\]|\{\}|\(\)"
+    r"|(dataclasses\.)?field\(.*\)|get_field\(.*\)|Field\(.*\)|[A-Z]\w*(\.\w+)+)"
+)
+_DECLARATION_LINES = [
+    re.compile(r"^(async\s+)?def\s"),
+    re.compile(r"^@"),
+    re.compile(r"^#"),
+    re.compile(r"^(self\.)?\w+\s*:\s*[^=]+(=\s*" + _DEFAULT + r")?,?$"),
+    re.compile(r"^\w+,?$"),
+    re.compile(r"^\)(\s*->.*)?:$"),
+    re.compile(r"^[rbuf]*(\"|')"),
+]
+
+
+def declaration_only(evidence: facts.Evidence) -> bool:
+    """Whether an anchor is declarations alone; an `absent` text is a search, never one."""
+    if evidence.anchor is None:
+        return False
+    lines = [line.strip() for line in evidence.anchor.split("\n")]
+    return all(not line or any(p.search(line) for p in _DECLARATION_LINES) for line in lines)
+
+
+# Facts whose claim is a declaration itself, and why.
+DECLARATION_IS_THE_CLAIM = {
+    "tool-parser-make-tool-call-id-home": "which module defines make_tool_call_id: its def line there is the claim",
+}
+
+
+def test_declaration_only_anchors_are_told_apart() -> None:
+    def anchor(text: str) -> facts.Evidence:
+        return facts.Evidence("vllm/x.py", anchor=text)
+
+    weak = [
+        "def register_connector(cls, name: str, module_path: str, class_name: str) -> None:",
+        "def register_module(\ncls,\nname: str | list[str] | None = None,\nforce: bool = True,",
+        "@abstractmethod\ndef is_reasoning_end(self, input_ids: Sequence[int]) -> bool:",
+        "kv_transfer_config: KVTransferConfig | None = None",
+        "backend_per_kind: dict[str, AttentionBackendEnum] = field(default_factory=dict)",
+        "self.lora_resolvers: list[LoRAResolver] = []",
+        '"--kv-transfer-config", **vllm_kwargs["kv_transfer_config"]',
+        "f\"The model requires the '{model_plugin}' IO Processor plugin \"",
+        "# * Operations should be processed in the following order:",
+    ]
+    strong = [
+        "cls._registry[name] = loader",
+        'raise KeyError(\nf"invalid reasoning parser: {reasoning_parser} "',
+        'logger.exception("Failed to load plugin %s", plugin.name)',
+        "extra_args: dict[str, Any] = self.vllm_xargs if self.vllm_xargs else {}",
+        "def __getattr__(self, attr: str):\nreturn getattr(self.worker, attr)",
+        "class VLLMClientError(VLLMError):",
+    ]
+    assert all(declaration_only(anchor(text)) for text in weak)
+    assert not any(declaration_only(anchor(text)) for text in strong)
+    assert not declaration_only(facts.Evidence("vllm/x.py", absent="def set_prompt_token_ids"))
+
+
+def test_no_fact_rests_on_declarations_alone() -> None:
+    """For every release a fact names, some anchor is the code that makes the claim true (the call, the raise, the
+    loop, the assignment) or a search for what must not be there: a `def` line or a default survives the
+    behaviour changing, so a fact resting only on them could pass while false."""
+    found = []
+    for key, fact in facts.facts().items():
+        for holds in fact.holds:
+            if key not in DECLARATION_IS_THE_CLAIM and all(declaration_only(e) for e in holds.evidence):
+                found.append(f"{key} ({', '.join(holds.releases)})")
+    assert not found, "facts whose anchors are declarations only (anchor the code that does it):\n" + "\n".join(found)
+    resting = {key for key, fact in facts.facts().items() for h in fact.holds if all(map(declaration_only, h.evidence))}
+    assert set(DECLARATION_IS_THE_CLAIM) <= resting, set(DECLARATION_IS_THE_CLAIM) - resting

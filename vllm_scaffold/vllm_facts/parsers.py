@@ -15,9 +15,13 @@ Facts true on vLLM 0.31, 0.32 and 0.33 (read from `tool_parsers/abstract_tool_pa
 - the API server imports both plugin paths before it validates `--tool-call-parser` and `--reasoning-parser`
   against the registered names; the engine core's structured-output manager imports the reasoning-parser
   plugin path again and looks the reasoning parser up by name when it is built (after the general plugins
-  ran in that process), so a reasoning parser registered only in the API server fails the engine core.
+  ran in that process);
+- the API server checks the names before it loads its endpoint, IO-processor and stat-logger plugins, so a
+  parser registered only from one of those is refused there (`KeyError`);
+- building the engine config in the front end looks `--reasoning-parser` up too, and constructs the parser.
 Each is written with its evidence in facts.toml (`parser-plugin-path-length`, `parser-registration-wins`,
-`reasoning-parser-engine-core-lookup`, `tool-parser-methods-not-abstract`), which tests/test_facts.py checks.
+`reasoning-parser-engine-core-lookup`, `api-server-checks-parsers-first`, `reasoning-parser-config-lookup`,
+`tool-parser-methods-not-abstract`), which tests/test_facts.py checks.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One server per VLLM_PLUGINS setting, shared by the module's tests: with `my_endpoint` named the routes answer
 from the engine's configuration, bad input is a 400 and vLLM's own routes still work; with VLLM_PLUGINS
 unset the routes do not exist (404: a second server, marked slow, which `pytest --slow` runs). A
-factory-level test checks the render-only case (no engine).
+factory-level test checks `init_state` without an engine.
 """
 
 from __future__ import annotations

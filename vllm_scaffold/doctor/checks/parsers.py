@@ -90,7 +90,7 @@ _FRONT_END_ONLY = (vllm_facts.ENDPOINT, vllm_facts.IO_PROCESSOR, vllm_facts.STAT
 
 
 def reasoning_parser_server_only(ctx: Context) -> list[Finding]:
-    """A reasoning parser registered from code only the API server loads is unknown to the engine core."""
+    """A reasoning parser registered from code only the API server loads, after it checks the parser flags."""
     general = reached_modules(ctx.package, [ep.module for ep in ctx.package.entry_points_in(vllm_facts.GENERAL)])
     front_end = [ep for group in _FRONT_END_ONLY for ep in ctx.package.entry_points_in(group)]
     findings = []
@@ -105,10 +105,9 @@ def reasoning_parser_server_only(ctx: Context) -> list[Finding]:
                 "reasoning-parser-server-only",
                 call.where,
                 f"{call.api}() runs in {call.module.name}, which only the {loaders[0].group} entry point "
-                f"'{loaders[0].name}' reaches: the API server accepts --reasoning-parser, but the engine core "
-                "does not. " + facts.fact("reasoning-parser-engine-core-lookup").text(),
+                f"'{loaders[0].name}' reaches. " + facts.fact("api-server-checks-parsers-first").text(),
                 "call the registration from the package's general plugin (vllm.general_plugins), which vLLM runs "
-                "in the API server and in the engine core",
+                "in the front end before it checks the flag and in the engine core",
             )
         )
     return findings

@@ -41,6 +41,23 @@ def load_failure(group: str) -> str:
     return facts.fact("ep-logits-load-failure-fatal" if group == LOGITS else "ep-load-failure-logged").text()
 
 
+# The processes that load each entry-point group, as the catalog states them.
+GROUP_PROCESSES = {
+    GENERAL: "catalog-general-plugin-processes",
+    PLATFORM: "catalog-platform-processes",
+    IO_PROCESSOR: "io-processor-front-end",
+    STAT_LOGGER: "catalog-stat-logger-processes",
+    ENDPOINT: "endpoint-api-server-only",
+    LOGITS: "logits-processor-processes",
+}
+
+
+def loaded_in(group: str) -> str:
+    """Where vLLM imports an entry point of `group` (a group this tool does not know yet: where it loads it)."""
+    key = GROUP_PROCESSES.get(group)
+    return f"vLLM imports the module wherever it loads {group}" + (f": {facts.fact(key).text()}" if key else "")
+
+
 def where(ep: dict[str, str]) -> str:
     return f'entry point [{ep["group"]}] {ep["name"]} = "{ep["value"]}"'
 
@@ -109,7 +126,7 @@ def probe_imports(own: list[dict[str, str]]) -> None:
                 where(ep),
                 module,
                 failure,
-                "The module is imported in every vLLM process, before the engine picks devices",
+                f"{loaded_in(ep['group'])}. {load_failure(ep['group'])}",
                 "touch torch.cuda only inside functions vLLM calls later (the kernel, the layer), never at import",
             )
         elif failure is not None:

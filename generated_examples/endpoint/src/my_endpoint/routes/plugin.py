@@ -60,7 +60,8 @@ router = APIRouter(prefix=PREFIX, tags=["my_endpoint"])
 def limits(request: Request) -> ModelLimits:
     found = getattr(request.app.state, STATE_KEY, None)
     if found is None:
-        # Only on a server without an engine (the render-only server), where init_state got None.
+        # init_state got no engine. vLLM passes None only on its render-only server, which does not load this
+        # plugin (required_tasks): a caller of init_state(None, ...) outside vLLM's servers gets here.
         raise HTTPException(status_code=503, detail="my_endpoint: this server has no engine")
     return found
 

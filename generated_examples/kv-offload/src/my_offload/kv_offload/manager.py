@@ -39,7 +39,8 @@ class MyOffloadOffloadingManager(OffloadingManager):
 
     def __init__(self, capacity: int, enable_events: bool = False) -> None:
         self.store = BlockStore(capacity)
-        # vLLM drains take_events() only when KV-cache events are enabled, so events are kept only then.
+        # vLLM drains take_events() after every step but publishes the events only when KV-cache events are
+        # enabled, so they are kept only then.
         self._events: list[OffloadingEvent] | None = [] if enable_events else None
 
     @property

@@ -1,12 +1,13 @@
 """Registers `MyReasoningReasoningParser` with vLLM's `ReasoningParserManager` as `my_reasoning`.
 
 `register()` runs from `my_reasoning.vllm_plugin.register`, the package's general plugin, once in every vLLM
-process. Two of them need the name: the API server (it validates `--reasoning-parser my_reasoning` before
-starting the engine, then splits replies) and the engine core, whose structured-output manager looks the name
-up when the engine core is built, after the general plugins ran there. A registration made only in the API
-server (an endpoint plugin, a server-only module, `--reasoning-parser-plugin` read only there) fails the
-engine core with a KeyError. The registration is lazy (a module path and a class name), so the parser module
-is imported only where the name is looked up. It is idempotent, and it refuses a name another parser holds.
+process. Two process families need the name: the front end (the API server validates
+`--reasoning-parser my_reasoning` before it builds the engine, building the engine config constructs the
+parser once, and the server splits replies) and the engine core, whose structured-output manager looks the
+name up when the engine core is built, after the general plugins ran there. A registration made only from a
+plugin the API server loads after its check (an endpoint, IO-processor or stat-logger plugin) is refused
+there with a KeyError. The registration is lazy (a module path and a class name), so the parser module is
+imported only where the name is looked up. It is idempotent, and it refuses a name another parser holds.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ BACKENDS = ("auto", "triton", "torch")
 def store_capacity(extra_config: Mapping[str, Any], kv_bytes_per_block: int) -> int:
     """How many blocks the store holds per worker: `store_bytes` over the bytes of one block on one worker.
 
-    0 where vLLM builds the spec before the KV cache exists (it passes 0 bytes per block): nothing is stored.
+    0 for a config without bytes per block (vLLM's, built from a KV-cache config without blocks): nothing is
+    stored.
     """
     store_bytes = int(extra_config.get("store_bytes", DEFAULT_STORE_BYTES))
     if kv_bytes_per_block <= 0:

@@ -1,12 +1,14 @@
 """`MyReasoningReasoningParser`: a reply that opens with `<think>` reasons until `</think>`.
 
-Loaded in two processes, both through `registration.register()` (run by the general plugin in every vLLM
-process), which maps the name `my_reasoning` to this class lazily:
-- the API server, which splits each chat reply into `reasoning` and `content`, streamed or not (text side:
-  `extract_reasoning`, `extract_reasoning_streaming`);
+Loaded in two process families, both through `registration.register()` (run by the general plugin in every
+vLLM process), which maps the name `my_reasoning` to this class lazily:
+- the front end, which builds one while it builds the engine config (to read `reasoning_start_str` and
+  `reasoning_end_str`), and, in the API server, splits each chat reply into `reasoning` and `content`,
+  streamed or not (text side: `extract_reasoning`, `extract_reasoning_streaming`);
 - the engine core, whose structured-output manager looks the class up by name when it is built and asks it,
   for each request with structured outputs, when the reasoning ends: the grammar constrains only the tokens
-  after it (token side: `is_reasoning_end`, `is_reasoning_end_streaming`, `extract_content_ids`).
+  after it (token side: `is_reasoning_end`, `is_reasoning_end_streaming`). `extract_content_ids` completes
+  vLLM's interface; the structured-output manager does not call it.
 
 The format: a reply that starts with `<think>` is reasoning up to `</think>`, and the answer
 after it; a reply cut off before `</think>` is all reasoning; a reply that does not start with
