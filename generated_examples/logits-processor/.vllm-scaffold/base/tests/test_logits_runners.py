@@ -1,10 +1,9 @@
 """Both vLLM 0.32 logits-processor interfaces accept `MyLpLogitsProcessor`, at the interface level.
 
-The CPU engine only runs the V1 model runner, so Model Runner V2 is exercised here the way its loader does
-it (`build_custom_logits_processors`: entry point, type check against the V2 base, `Cls(vllm_config,
-req_states)`) and then driven as its sampler does (`add_request`, `apply_staged_writes`, `apply(logits,
-ctx)`). The V1 side is driven with hand-made batch updates; tests/test_logits_engine.py runs it in the
-real engine.
+Model Runner V2 is exercised here the way its loader does it (`build_custom_logits_processors`: entry
+point, type check against the V2 base, `Cls(vllm_config, req_states)`) and then driven as its sampler does
+(`add_request`, `apply_staged_writes`, `apply(logits, ctx)`), slot by slot; the V1 side is driven with
+hand-made batch updates. tests/test_logits_engine.py runs both in the real engine (V2 on CPU with `--slow`).
 """
 
 from __future__ import annotations
