@@ -21,6 +21,9 @@ def test_every_path_exists_in_every_shipped_release(version: str) -> None:
         for base in (*seam.bases, *seam.base_answers, *seam.extends):
             if index.resolve(base).kind != "class":
                 wrong.append(f"{seam.key} base {base}: {index.resolve(base).kind}")
+        for call in seam.calls:
+            if call.on and index.find_member(index.resolve(call.on), call.name)[0] is None:
+                wrong.append(f"{seam.key} call {call.name} on {call.on}")
         for point in seam.registers:
             if index.resolve(point).kind not in {"class", "value", "function"}:
                 wrong.append(f"{seam.key} registers {point}: {index.resolve(point).kind}")

@@ -909,3 +909,38 @@ def test_a_class_a_seam_covers_routes_to_it(wheel: Path, tmp_path: Path, monkeyp
         ("vllm.v1.sample.sampler.Sampler.forward", "logits-processor"),
         ("vllm.v1.sample.sampler.Sampler.acme_clamp", "logits-processor"),
     }
+
+
+def test_a_reasoning_parser_named_like_a_tool_parser_routes_by_its_base_class(wheel: Path, tmp_path: Path) -> None:
+    """Both parser registries have `register_module`, and a fork may register one name in both: the
+    registry the call is made on, and the class's base, say which seam each is."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/reasoning/acme_reasoning_parser.py": """
+            from vllm.reasoning.abs_reasoning_parsers import ReasoningParser, ReasoningParserManager
+
+
+            @ReasoningParserManager.register_module("acme")
+            class AcmeReasoningParser(ReasoningParser):
+                def is_reasoning_end(self, input_ids):
+                    return True
+            """,
+        "vllm/tool_parsers/acme_tool_parser.py": """
+            from vllm.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
+
+
+            @ToolParserManager.register_module("acme")
+            class AcmeToolParser(ToolParser):
+                def extract_tool_calls(self, model_output, request):
+                    return None
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert routed(result) == {
+        (
+            "vllm.reasoning.acme_reasoning_parser.AcmeReasoningParser",
+            "added",
+            "reasoning-parser",
+            "vllm-scaffold add reasoning-parser acme --data parser_name=acme",
+        ),
+        ("vllm.tool_parsers.acme_tool_parser.AcmeToolParser", "added", "tool-parser", TOOL_CMD),
+    }

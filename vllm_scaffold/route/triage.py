@@ -326,10 +326,15 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     base_node = change.base.node if change.base is not None else None
     # A class's own statements only: its methods are symbols of their own.
     searched = class_shell(node) if isinstance(node, ast.ClassDef) else node
-    registration = router.registration_in(searched) if searched is not None else None
-    if registration is not None:
-        seam, name = registration
+    registrations = router.registrations_in(searched) if searched is not None else []
+    if registrations:
+        seam, name = registrations[0]
         cls = key.split(".")[0] if kind in {CLASS, METHOD} else ""
+        if len(registrations) > 1 and cls:
+            # a call several seams' registries have, made on no named registry: the class's base decides
+            owner = router.index.resolve(f"{module}.{cls}")
+            by_base = router.seam_of_class(owner) if owner.kind == "class" else None
+            seam, name = next((r for r in registrations if by_base and r[0] == by_base[0]), registrations[0])
         return router.seam_route(
             seam, reasons.reason("registered", name=name or key, seam=seam.key), cls=cls, answer=name
         )
