@@ -84,3 +84,34 @@ def test_every_catalog_seam_has_its_routing() -> None:
     from vllm_scaffold.route.routing import PATCH
 
     assert sorted(seam.key for seam in load_routes().seams) == sorted(set(load_catalog()) - {PATCH})
+
+
+@pytest.mark.parametrize("version", vllm_facts.checked_versions())
+def test_every_feature_rule_names_what_each_release_has(version: str) -> None:
+    """The feature rules' evidence, the classes they read fields of or extend, and the modules they span."""
+    from vllm_scaffold.route.features import load_rules
+
+    index = vllm_facts.shipped(version)
+    wrong = []
+    for key, rule in load_rules().items():
+        for path in (*rule.evidence, *rule.runners):
+            if not index.resolve(path).exists:
+                wrong.append(f"{key}: {path}")
+        for path in rule.declared_in:
+            if index.resolve(path).kind != "class" and not index.has_module(path):
+                wrong.append(f"{key}: {path}")
+        for module in (*rule.path, *rule.reaches):
+            if not index.has_module(module):
+                wrong.append(f"{key}: module {module}")
+        if rule.seam and load_routes().seam(rule.seam) is None:
+            wrong.append(f"{key}: seam {rule.seam}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_feature_rules_loader_refuses_an_unknown_key(tmp_path: Path) -> None:
+    from vllm_scaffold.route.features import FEATURES_FILE, load_rules
+
+    path = tmp_path / "features.toml"
+    path.write_text(FEATURES_FILE.read_text(encoding="utf-8").replace("[routers]\n", "[routers]\nweight = 2\n"))
+    with pytest.raises(ScaffoldError, match="unknown key 'weight'"):
+        load_rules(path)

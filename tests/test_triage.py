@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers import build_file_tree, once_per_run, run_cli
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.route.routing import SETTING
 from vllm_scaffold.route.triage import triage
 
 RELEASE = "0.32.0"
@@ -705,7 +706,7 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
         },
         {"csrc/acme/fused_norm.cu": "// a fused kernel\n", "tests/test_acme.py": "def test_acme():\n    pass\n"},
         {
-            ("vllm.engine.arg_utils.EngineArgs", "changed", "fork", ""),
+            ("vllm.engine.arg_utils.EngineArgs", "changed", SETTING, ""),
             ("vllm.v1.attention.backends.utils.NULL_BLOCK_ID", "changed", "fork", ""),
             ("vllm.v1.worker.gpu_model_runner.AttnMetadataDict", "changed", "fork", ""),
             ("vllm._aiter_ops._AITER_SITUV2_ACT_ENV", "changed", "fork", ""),
@@ -742,7 +743,7 @@ FIXTURES[REALISTIC] = (
     | FIXTURES["kv-connector"][2]
     | FIXTURES["scheduler"][2]
     | FIXTURES["patch"][2]
-    | {("vllm.engine.arg_utils.EngineArgs", "changed", "fork", "")},
+    | {("vllm.engine.arg_utils.EngineArgs", "changed", SETTING, "")},
 )
 
 
@@ -770,7 +771,7 @@ def test_every_templated_seam_has_a_fixture() -> None:
 def test_realistic_fork_plan_and_outside_files(wheel: Path, tmp_path: Path) -> None:
     edits, outside, _expected = FIXTURES[REALISTIC]
     result = triage(build_fork(wheel, tmp_path / "acme-vllm", edits, outside))
-    assert result.plan() == "10 changed symbols become 3 components, 1 patch and 1 that stays a fork"
+    assert result.plan() == "10 changed symbols become 3 components, 1 patch, 1 setting and 0 that stay a fork"
     assert sorted(result.commands()) == sorted([QUANT, KV_CMD, PATCH_CMD, "vllm-scaffold add scheduler scheduler"])
     listed = {item.path: item.why for item in result.outside}
     assert set(listed) == set(outside)
@@ -944,3 +945,180 @@ def test_a_reasoning_parser_named_like_a_tool_parser_routes_by_its_base_class(wh
         ),
         ("vllm.tool_parsers.acme_tool_parser.AcmeToolParser", "added", "tool-parser", TOOL_CMD),
     }
+
+
+# A validation fork's request fields: ids the sampler must emit, sent in the OpenAI request, carried by
+# SamplingParams, kept per row by the input batch, handed to the sampler in the sampling metadata.
+REQUEST_FIELD_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/sampling_params.py": [
+        (
+            "    logprobs: int | None = None\n",
+            "    logprobs: int | None = None\n    acme_forced_ids: list[int] | None = None\n",
+        ),
+        (
+            "        watermarking: bool | None = None,\n",
+            "        watermarking: bool | None = None,\n        acme_forced_ids: list[int] | None = None,\n",
+        ),
+        (
+            "            watermarking=watermarking,\n",
+            "            watermarking=watermarking,\n            acme_forced_ids=acme_forced_ids,\n",
+        ),
+    ],
+    "vllm/entrypoints/openai/chat_completion/protocol.py": [
+        (
+            "    allowed_token_ids: list[int] | None = None\n",
+            "    allowed_token_ids: list[int] | None = None\n    acme_forced_ids: list[int] | None = None\n",
+        ),
+        (
+            "            prompt_logprobs=prompt_logprobs,\n",
+            "            prompt_logprobs=prompt_logprobs,\n            acme_forced_ids=self.acme_forced_ids,\n",
+        ),
+    ],
+    "vllm/v1/worker/gpu_input_batch.py": [
+        (
+            "        self.num_logprobs: dict[str, int] = {}\n",
+            "        self.num_logprobs: dict[str, int] = {}\n        self.acme_forced: dict[int, list[int]] = {}\n",
+        ),
+        (
+            "            if sampling_params.logprobs is not None:\n",
+            "            if sampling_params.acme_forced_ids:\n"
+            "                self.acme_forced[req_index] = sampling_params.acme_forced_ids\n"
+            "            if sampling_params.logprobs is not None:\n",
+        ),
+        (
+            "            max_num_logprobs=self.max_num_logprobs,\n",
+            "            max_num_logprobs=self.max_num_logprobs,\n            acme_forced=self.acme_forced,\n",
+        ),
+    ],
+    "vllm/v1/sample/metadata.py": [
+        (
+            "    max_num_logprobs: int | None\n",
+            "    max_num_logprobs: int | None\n    acme_forced: dict[int, list[int]]\n",
+        )
+    ],
+    "vllm/v1/sample/sampler.py": [
+        (
+            "        sampled = sampled.long()\n",
+            "        sampled = sampled.long()\n"
+            "        for row, forced in sampling_metadata.acme_forced.items():\n"
+            "            sampled[row] = forced[0]\n",
+        )
+    ],
+}
+REQUEST_FIELD_SYMBOLS = {
+    "vllm.sampling_params.SamplingParams",
+    "vllm.sampling_params.SamplingParams.from_optional",
+    "vllm.entrypoints.openai.chat_completion.protocol.ChatCompletionRequest",
+    "vllm.entrypoints.openai.chat_completion.protocol.ChatCompletionRequest.to_sampling_params",
+    "vllm.v1.worker.gpu_input_batch.InputBatch.__init__",
+    "vllm.v1.worker.gpu_input_batch.InputBatch.add_request",
+    "vllm.v1.worker.gpu_input_batch.InputBatch._make_sampling_metadata",
+    "vllm.v1.sample.metadata.SamplingMetadata",
+    "vllm.v1.sample.sampler.Sampler.forward",
+}
+
+
+def test_request_fields_plumbed_to_the_sampler_are_one_logits_processor(wheel: Path, tmp_path: Path) -> None:
+    """Nine symbols over five files, each a patch or a fork on its own, are one feature: a logits processor
+    that reads the field from extra_args, named after it."""
+    result = triage(build_fork(wheel, tmp_path / "fork", REQUEST_FIELD_EDITS))
+    assert {e.symbol for e in result.entries} == REQUEST_FIELD_SYMBOLS
+    assert {(e.route.route, e.route.command()) for e in result.entries} == {
+        ("logits-processor", "vllm-scaffold add logits-processor acme_forced")
+    }
+    assert all("acme_forced_ids" in e.route.why and "extra_args" in e.route.why for e in result.entries)
+    (feature,) = [f for f in result.features if f.rule]
+    assert feature.rule == "request_fields" and feature.names == ("acme_forced_ids",)
+    assert set(feature.members) == REQUEST_FIELD_SYMBOLS
+    assert result.plan() == "9 changed symbols become 1 component, 0 patches and 0 that stay a fork"
+
+
+def test_methods_changed_alike_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """The same parameter added to each platform's top-k/top-p method: one patch, not five."""
+    head = "(\n        self,\n        logits: torch.Tensor,\n"
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/ops/topk_topp_sampler.py": [
+            (f"    def forward_{p}{head}", f"    def forward_{p}{head}        acme_floor: float,\n")
+            for p in ("native", "cuda", "cpu", "hip", "xpu")
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert len(result.entries) == 5
+    target = "vllm.v1.sample.ops.topk_topp_sampler:TopKTopPSampler.forward_native"
+    assert result.commands() == [f"vllm-scaffold add patch top_k_top_p_sampler_forward --data target={target}"]
+    assert result.entries[0].route.note.startswith("TopKTopPSampler.forward_cuda, TopKTopPSampler.forward_cpu")
+
+
+def test_code_run_over_collective_rpc_is_a_worker_extension(wheel: Path, tmp_path: Path) -> None:
+    """A function the fork runs on every worker with collective_rpc, and the model-runner method it calls:
+    one worker extension."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/worker/gpu_model_runner.py": [
+            (
+                "    def reset_mm_cache(self) -> None:\n",
+                "    def acme_checksum(self):\n"
+                "        return sum(float(p.sum()) for p in self.model.parameters())\n\n"
+                "    def reset_mm_cache(self) -> None:\n",
+            )
+        ],
+        "vllm/entrypoints/llm.py": [
+            (
+                "    def reset_mm_cache(self) -> None:\n",
+                "    def acme_checksums(self):\n"
+                "        from vllm.acme_checks import worker_checksum\n\n"
+                "        return self.llm_engine.collective_rpc(worker_checksum)\n\n"
+                "    def reset_mm_cache(self) -> None:\n",
+            )
+        ],
+        "vllm/acme_checks.py": """
+            def worker_checksum(worker):
+                return worker.model_runner.acme_checksum()
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.acme_checks.worker_checksum", "worker-extension"),
+        ("vllm.v1.worker.gpu_model_runner.GPUModelRunner.acme_checksum", "worker-extension"),
+        # the caller is the user's: a plugin's users call collective_rpc themselves
+        ("vllm.entrypoints.llm.LLM.acme_checksums", "fork"),
+    }
+    assert "vllm-scaffold add worker-extension worker_checksum" in result.commands()
+
+
+def test_a_new_engine_argument_is_a_setting_read_from_additional_config(wheel: Path, tmp_path: Path) -> None:
+    edits, _outside, _expected = FIXTURES["fork"]
+    result = triage(
+        build_fork(wheel, tmp_path / "fork", {"vllm/engine/arg_utils.py": edits["vllm/engine/arg_utils.py"]})
+    )
+    assert result.settings == ["acme_fast_path"] and result.commands() == []
+    assert "--additional-config" in result.entries[0].route.why
+    assert "settings, read from --additional-config (no command): acme_fast_path" in result.describe()[-1]
+
+
+def test_a_router_added_to_the_server_joins_the_endpoint(wheel: Path, tmp_path: Path) -> None:
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/entrypoints/launchers/app.py": [
+            (
+                "    register_api_routers(args, app, supported_tasks, model_config)\n",
+                "    register_api_routers(args, app, supported_tasks, model_config)\n"
+                "    from vllm.entrypoints.acme_routes import router as acme_router\n\n"
+                "    app.include_router(acme_router)\n",
+            )
+        ],
+        "vllm/entrypoints/acme_routes.py": """
+            from fastapi import APIRouter
+
+            router = APIRouter()
+
+
+            @router.get("/acme/status")
+            async def acme_status():
+                return {"acme": "ready"}
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.entrypoints.launchers.app.build_app", "endpoint"),
+        ("vllm.entrypoints.acme_routes.acme_status", "endpoint"),
+    }
+    assert result.commands() == ["vllm-scaffold add endpoint acme --data route_prefix=/acme"]

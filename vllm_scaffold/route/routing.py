@@ -18,6 +18,8 @@ from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
 
 PATCH = "patch"
 FORK = "fork"
+# A setting a plugin reads from `--additional-config` instead of a new engine argument: no component, no command.
+SETTING = "additional-config"
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,13 @@ class Route:
 
     @property
     def component(self) -> tuple[str, str] | None:
-        """The component or patch this route makes (None for a fork)."""
-        if self.route == FORK:
+        """The component or patch this route makes (None for a fork or a setting)."""
+        if self.route in {FORK, SETTING}:
             return None
         return (self.route, self.target if self.route == PATCH else self.name)
 
     def command(self) -> str:
-        if self.route == FORK:
+        if self.route in {FORK, SETTING}:
             return ""
         if self.route == PATCH:
             return f"vllm-scaffold add patch {self.name} --data target={self.target}"
