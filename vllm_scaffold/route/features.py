@@ -302,23 +302,33 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
 
 
 def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None:
-    """The patches changed alike become one patch: those whose changes touch a new name in
-    common (a new field they all read or set, a new function they all call), and the methods of one class
-    named alike (`forward_cuda`, `forward_native`) changed the same way. The patch is named after the first,
-    with the common stem when its methods share one."""
-    patches = [n for n in group if routes[n].route == PATCH and changes[n].kind in {METHOD, FUNCTION}]
+    """The patches changed alike become one patch: methods of one class whose changes touch a new name in
+    common (a new field they all read or set), methods of one class named alike (`forward_cuda`,
+    `forward_native`) changed the same way, and functions or methods anywhere whose new statements are mostly
+    the same (one check added to several handlers). The patch is named after the first, with the common stem
+    when its methods share one; new code that went with one of them goes with the patch."""
+    patches = [
+        n
+        for n in group
+        if routes[n].route == PATCH and changes[n].kind in {METHOD, FUNCTION} and changes[n].change != ADDED
+    ]
     if len(patches) < 2:
         return
     prints = {n: footprint(changes[n]) for n in group}
     new = {name for n in group for name in prints[n].introduced}
     touched = {n: (prints[n].uses | prints[n].introduced) & new for n in patches}
-    stems = {
-        n: changes[n].key.rsplit(".", 1)[0] + "." + changes[n].key.rsplit(".", 1)[-1].rsplit("_", 1)[0] for n in patches
-    }
+    owners = {n: f"{changes[n].module}.{changes[n].key.rsplit('.', 1)[0]}" for n in patches}
+    stems = {n: changes[n].key.rsplit(".", 1)[-1].rsplit("_", 1)[0] for n in patches}
+    statements = {n: {ast.dump(s) for s in _new_code(changes[n])} for n in patches}
 
     def alike(one: int, other: int) -> bool:
-        same_shape = stems[one] == stems[other] and prints[one] == prints[other] and "_" in changes[one].key
-        return bool(touched[one] & touched[other]) or same_shape
+        same_class = changes[one].kind == METHOD and owners[one] == owners[other]
+        if same_class and (touched[one] & touched[other]):
+            return True
+        if same_class and stems[one] == stems[other] and prints[one] == prints[other] and "_" in changes[one].key:
+            return True
+        shared, either = statements[one] & statements[other], statements[one] | statements[other]
+        return bool(either) and len(shared) * 2 >= len(either)
 
     families: list[list[int]] = []
     for number in patches:
@@ -333,10 +343,11 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
         module = first.target.split(":")[0]
         shown = [t.split(":")[1] if t.split(":")[0] == module else t for t in targets[1:]]
         note = f"{', '.join(shown)} changed alike: the same wrapper, once per target, in this patch"
-        stem = {stems[n] for n in family}
+        stem = {f"{owners[n]}.{stems[n]}" for n in family}
         name = first.name
         if len(stem) == 1:
             method = first.target.rsplit(".", 1)[-1].strip("_")
-            name = first.name.removesuffix(method) + stem.pop().rsplit(".", 1)[-1].strip("_")
-        for number in family:
-            routes[number] = replace(routes[number], name=name.strip("_"), target=first.target, note=note)
+            name = first.name.removesuffix(method) + stems[family[0]].strip("_")
+        for number, route in enumerate(routes):
+            if route.route == PATCH and route.target in targets:
+                routes[number] = replace(route, name=name.strip("_"), target=first.target, note=note)

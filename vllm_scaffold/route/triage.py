@@ -11,11 +11,13 @@ only the package, so they are listed, not compared.
 from __future__ import annotations
 
 import ast
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.route.bases import GENERATED, differing, fork_point, nearest_release, tree_at
 from vllm_scaffold.route.features import Feature, route_features, rpc_callers, rpc_route
 from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router, mentioned, new_names
 from vllm_scaffold.vllm_facts import ReleaseIndex
@@ -37,8 +39,8 @@ from vllm_scaffold.vllm_facts.symbol_diff import (
     parse,
 )
 
-# Written by the build (setuptools-scm), never by a fork's author.
-GENERATED = {"vllm/_version.py"}
+# `--base auto`: the nearest release, found by comparing files.
+AUTO = "auto"
 # Folders outside vllm/ listed one line each up to this many files; beyond, one line for the folder.
 FOLDER_LINES = 12
 
@@ -80,6 +82,7 @@ class Outside:
 class Triage:
     fork: str
     base: str
+    base_note: str = ""  # how the base was found (the nearest release, the fork point)
     entries: list[Entry] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
     features: list[Feature] = field(default_factory=list)  # members are symbols
@@ -153,7 +156,7 @@ class Triage:
 
     def describe(self) -> list[str]:
         """The report: each component, patch and fork with its symbols, the files outside vllm/, the plan."""
-        lines = [f"{self.fork} against {self.base}"]
+        lines = [f"{self.fork} against {self.base}" + (f": {self.base_note}" if self.base_note else "")]
         missing = (
             f"; {self.not_in_fork} files of the base are not in the fork (not compared)" if self.not_in_fork else ""
         )
@@ -192,6 +195,7 @@ class Triage:
         return {
             "fork": self.fork,
             "base": self.base,
+            "base_note": self.base_note,
             "symbols": [e.as_json() for e in self.entries],
             "outside": [o.as_json() for o in self.outside],
             "not_in_fork": self.not_in_fork,
@@ -295,14 +299,37 @@ def base_release(fork: SourceTree, base: str | None) -> tuple[SourceTree, Releas
     return tree, index
 
 
-def triage(fork_path: Path, base: str | None = None) -> Triage:
+def triage(fork_path: Path, base: str | None = None, since: str | None = None) -> Triage:
+    """The fork at `fork_path` compared with `base` (a version, a wheel, a source directory, or `auto`: the
+    nearest release), or with its fork point when `since` names the upstream ref of a git checkout."""
     if not fork_path.exists():
         raise ScaffoldError(f"{fork_path} does not exist", "pass the fork's checkout (the folder holding vllm/)")
     if not fork_path.is_dir():
         raise ScaffoldError(f"{fork_path} is not a directory", "pass the fork's checkout (the folder holding vllm/)")
     fork = open_tree(fork_path)
-    base_tree, index = base_release(fork, base)
-    result = Triage(fork=str(fork_path), base=base_tree.label)
+    if since is None:
+        note = ""
+        if base == AUTO:
+            nearest = nearest_release(fork)
+            base, note = nearest.version, nearest.describe()
+        base_tree, index = base_release(fork, base)
+        return _compare(Triage(fork=str(fork_path), base=base_tree.label, base_note=note), fork, base_tree, index)
+    from vllm_scaffold.vllm_facts.store import index_of_source
+
+    commit = fork_point(fork.root, since)
+    with tempfile.TemporaryDirectory(prefix="vllm-fork-point-") as scratch:
+        point = tree_at(fork.root, commit, Path(scratch))
+        note = f"git merge-base HEAD {since}: only the fork's own commits are compared"
+        if base is not None:
+            release = base_release(point, nearest_release(point).version if base == AUTO else base)[0]
+            upstream = differing(point, release)
+            note += f"; {upstream} files of vllm/ differ between {release.label} and the fork point (upstream's)"
+        index = index_of_source(point.root, f"0+g{commit[:12]}")
+        result = Triage(fork=str(fork_path), base=f"the fork point {commit[:12]}", base_note=note)
+        return _compare(result, fork, point, index)
+
+
+def _compare(result: Triage, fork: SourceTree, base_tree: SourceTree, index: ReleaseIndex) -> Triage:
     package = sorted(fork.package - GENERATED)
     result.not_in_fork = len(base_tree.package - fork.package - GENERATED)
     changed: list[tuple[str, ast.Module | None, ast.Module | None]] = []
@@ -435,6 +462,10 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
         owner = key.split(".")[0]
         symbol = router.index.resolve(f"{module}.{owner}")
         found = router.seam_of_class(symbol) if symbol.kind == "class" else None
+        is_base = found is not None and found[1] == f"{module}.{owner}" and found[1] in found[0].bases
+        if found is not None and is_base and kind == METHOD and change.change == ADDED:
+            # vLLM's own code calls what its base class declares, on every implementation
+            return router.fork_route(reasons.reason("base_extended", owner=f"{module}.{owner}", seam=found[0].key))
         if found is not None:
             seam, base = found
             why = reasons.reason("covered", owner=f"{module}.{owner}", seam=seam.key)
