@@ -302,8 +302,9 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
 
 
 def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None:
-    """The patches changed alike become one patch: methods of one class whose changes touch a new name in
-    common (a new field they all read or set), methods of one class named alike (`forward_cuda`,
+    """The patches changed alike become one patch: functions and methods of one module whose changes touch a
+    new name in common (a new field they all read or set, a new hook they all call), methods of one class named
+    alike (`forward_cuda`,
     `forward_native`) changed the same way, and functions or methods anywhere whose new statements are mostly
     the same (one check added to several handlers). The patch is named after the first, with the common stem
     when its methods share one; new code that went with one of them goes with the patch."""
@@ -323,7 +324,7 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
 
     def alike(one: int, other: int) -> bool:
         same_class = changes[one].kind == METHOD and owners[one] == owners[other]
-        if same_class and (touched[one] & touched[other]):
+        if changes[one].module == changes[other].module and (touched[one] & touched[other]):
             return True
         if same_class and stems[one] == stems[other] and prints[one] == prints[other] and "_" in changes[one].key:
             return True
@@ -342,7 +343,7 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
         first = routes[family[0]]
         module = first.target.split(":")[0]
         shown = [t.split(":")[1] if t.split(":")[0] == module else t for t in targets[1:]]
-        note = f"{', '.join(shown)} changed alike: the same wrapper, once per target, in this patch"
+        note = f"also wraps {', '.join(shown)}: changed alike or around the same new names, one wrapper each"
         stem = {f"{owners[n]}.{stems[n]}" for n in family}
         name = first.name
         if len(stem) == 1:
