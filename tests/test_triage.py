@@ -1046,7 +1046,9 @@ def test_methods_changed_alike_are_one_patch(wheel: Path, tmp_path: Path) -> Non
     assert len(result.entries) == 5
     target = "vllm.v1.sample.ops.topk_topp_sampler:TopKTopPSampler.forward_native"
     assert result.commands() == [f"vllm-scaffold add patch top_k_top_p_sampler_forward --data target={target}"]
-    assert result.entries[0].route.note.startswith("also wraps TopKTopPSampler.forward_cuda, TopKTopPSampler.forward_cpu")
+    assert result.entries[0].route.note.startswith(
+        "also wraps TopKTopPSampler.forward_cuda, TopKTopPSampler.forward_cpu"
+    )
 
 
 def test_code_run_over_collective_rpc_is_a_worker_extension(wheel: Path, tmp_path: Path) -> None:
