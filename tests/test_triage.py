@@ -1192,3 +1192,21 @@ def test_since_needs_a_git_checkout(wheel: Path, tmp_path: Path) -> None:
     fork = build_fork(wheel, tmp_path / "fork", SCHED_EDITS)
     result = run_cli("triage", str(fork), "--since", "upstream/main")
     assert result.exit_code == 2 and "needs a git checkout" in result.output
+
+
+def test_a_changed_handler_of_vllm_s_own_route_is_a_patch(wheel: Path, tmp_path: Path) -> None:
+    """A fork that gates vLLM's own /stop_profile: the route is vLLM's, so the change wraps its handler."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/entrypoints/serve/profile/api_router.py": [
+            (
+                '    logger.info("Stopping profiler...")\n',
+                '    if raw_request.headers.get("x-acme-token") is None:\n'
+                "        return Response(status_code=403)\n"
+                '    logger.info("Stopping profiler...")\n',
+            )
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert [(e.symbol, e.route.route) for e in result.entries] == [
+        ("vllm.entrypoints.serve.profile.api_router.stop_profile", "patch")
+    ]

@@ -216,8 +216,9 @@ def rpc_route(router: Router, change: Change, callers: dict[str, str]) -> Route 
     worker = router.routes.seam(rule.seam)
     assert worker is not None
     if change.kind == METHOD:
-        owner = router.base.resolve(f"{change.module}.{change.key.split('.')[0]}")
-        ancestors = {f"{c.module}.{c.name}" for c in router.base.mro(owner)[0]} if owner.kind == "class" else set()
+        # the fork's own classes count too: a runner the fork adds subclasses vLLM's
+        owner = router.index.resolve(f"{change.module}.{change.key.split('.')[0]}")
+        ancestors = {f"{c.module}.{c.name}" for c in router.index.mro(owner)[0]} if owner.kind == "class" else set()
         if not ancestors & (set(rule.runners) | set(worker.extends)):
             return None
     return router.seam_route(worker, rule.why.format(caller=callers[leaf]), cls=leaf, joins=True)

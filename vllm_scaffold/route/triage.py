@@ -85,7 +85,8 @@ class Triage:
     base_note: str = ""  # how the base was found (the nearest release, the fork point)
     entries: list[Entry] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
-    features: list[Feature] = field(default_factory=list)  # members are symbols
+    # symbols tied together, those a rule routed first (with its rule and evidence), then the others
+    features: list[Feature] = field(default_factory=list)
     compared: int = 0  # package files whose bytes differ
     not_in_fork: int = 0  # package files of the base the fork does not have
 
@@ -202,7 +203,6 @@ class Triage:
             "features": [
                 {"rule": f.rule, "names": list(f.names), "symbols": list(f.members), "evidence": list(f.evidence)}
                 for f in self.features
-                if f.rule
             ],
             "plan": {
                 "symbols": len(self.entries),
