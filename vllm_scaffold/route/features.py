@@ -235,7 +235,8 @@ class Feature:
 
 
 def route_features(router: Router, changes: list[Change], routes: list[Route]) -> tuple[list[Route], list[Feature]]:
-    """The routes with the feature rules applied, and the features (largest first)."""
+    """The routes with the feature rules applied, and the features: those a rule routed, then the others, each
+    largest first."""
     rules = load_rules()
     routes = list(routes)
     groups = features(changes)
