@@ -1210,3 +1210,44 @@ def test_a_changed_handler_of_vllm_s_own_route_is_a_patch(wheel: Path, tmp_path:
     assert [(e.symbol, e.route.route) for e in result.entries] == [
         ("vllm.entrypoints.serve.profile.api_router.stop_profile", "patch")
     ]
+
+
+def test_hooks_of_one_module_around_one_new_function_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """A hardware fork hands the engine's step and its request intake to its own step module: two methods of
+    the engine core that call the fork's new hook, with different code around it, are one patch item that
+    takes the hook with it."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/engine/core.py": [
+            (
+                "        # Validate the request_id type.\n",
+                "        if acme_step.enabled():\n            acme_step.track(request)\n"
+                "        # Validate the request_id type.\n",
+            ),
+            (
+                "        if not self.scheduler.has_requests():\n            return {}, False\n",
+                "        if acme_step.enabled():\n            return acme_step.step(self)\n"
+                "        if not self.scheduler.has_requests():\n            return {}, False\n",
+            ),
+            ("import os\n", "import os\n\nfrom vllm.v1.engine import acme_step\n"),
+        ],
+        "vllm/v1/engine/acme_step.py": """
+            import os
+
+
+            def enabled():
+                return os.environ.get("ACME_STEP") == "1"
+
+
+            def track(request):
+                return request.request_id
+
+
+            def step(engine_core):
+                return {}, False
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    target = "vllm.v1.engine.core:EngineCore.add_request"
+    assert result.commands() == [f"vllm-scaffold add patch engine_core_add_request --data target={target}"]
+    assert {e.route.route for e in result.entries} == {"patch"}
+    assert "EngineCore.step" in result.entries[0].route.note
