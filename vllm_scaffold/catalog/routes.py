@@ -22,10 +22,13 @@ ROUTES_FILE = Path(__file__).parent / "routing" / "routes.toml"
 @dataclass(frozen=True)
 class Call:
     """A registration call or decorator: the registered name is its first argument ("argument") or the
-    object it is called on ("owner": `@RMSNorm.register_oot`)."""
+    object it is called on ("owner": `@RMSNorm.register_oot`). `on`, when given, is the vLLM class whose
+    method it is: a call of that name made on another object (two registries with a `register_module`
+    each) is not this seam's."""
 
     name: str
     source: str
+    on: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,7 @@ ROLES = ("http_routes", "process_wide")
 
 REASONS = (
     "patch", "covered", "registered", "extended", "copied_at_import", "read_at_import", "settable", "code_at_import",
-    "class_shell", "removed", "goes_with", "unreferenced", "data_file", "syntax",
+    "class_shell", "removed", "goes_with", "unreferenced", "data_file", "syntax", "base_extended",
 )  # fmt: skip
 
 
@@ -127,10 +130,12 @@ def load_routes(path: Path = ROUTES_FILE) -> Routes:
     for table in data.get("seam", []):
         where = f"[[seam]] {table.get('key', '?')}"
         calls = tuple(
-            Call(name=c["name"], source=c["from"]) for c in table.get("calls", []) if set(c) <= {"name", "from"}
+            Call(name=c["name"], source=c["from"], on=c.get("on", ""))
+            for c in table.get("calls", [])
+            if {"name", "from"} <= set(c) <= {"name", "from", "on"}
         )
         if len(calls) != len(table.get("calls", [])) or any(c.source not in {"argument", "owner"} for c in calls):
-            raise ScaffoldError(f"{ROUTES_FILE.name}: {where} has a call that is not {{name, from}}", "fix it")
+            raise ScaffoldError(f"{ROUTES_FILE.name}: {where} has a call that is not {{name, from[, on]}}", "fix it")
         seam = _record(SeamRoute, {**table, "calls": calls}, where)
         assert isinstance(seam, SeamRoute)
         if seam.key not in load_catalog():

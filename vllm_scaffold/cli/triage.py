@@ -20,8 +20,17 @@ def command(
         typer.Option(
             "--base",
             metavar="VERSION",
-            help="The release the fork branched from (a version, a wheel or a source directory; default: the "
-            "version the fork declares in vllm/_version.py).",
+            help="The release the fork branched from (a version, a wheel or a source directory, or 'auto': the "
+            "nearest release, found by comparing files; default: the version the fork declares in vllm/_version.py).",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="GITREF",
+            help="Compare a git checkout with its fork point (git merge-base HEAD GITREF, e.g. upstream/main), so "
+            "upstream's own changes are not counted as the fork's; with --base, also count them.",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every changed symbol and the plan as JSON.")] = False,
@@ -35,7 +44,7 @@ def command(
     with reporting():
         from vllm_scaffold.route.triage import triage
 
-        result = triage(path, base)
+        result = triage(path, base, since)
     if as_json:
         import json
 

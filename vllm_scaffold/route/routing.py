@@ -18,6 +18,8 @@ from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
 
 PATCH = "patch"
 FORK = "fork"
+# A setting a plugin reads from `--additional-config` instead of a new engine argument: no component, no command.
+SETTING = "additional-config"
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,13 @@ class Route:
 
     @property
     def component(self) -> tuple[str, str] | None:
-        """The component or patch this route makes (None for a fork)."""
-        if self.route == FORK:
+        """The component or patch this route makes (None for a fork or a setting)."""
+        if self.route in {FORK, SETTING}:
             return None
         return (self.route, self.target if self.route == PATCH else self.name)
 
     def command(self) -> str:
-        if self.route == FORK:
+        if self.route in {FORK, SETTING}:
             return ""
         if self.route == PATCH:
             return f"vllm-scaffold add patch {self.name} --data target={self.target}"
@@ -196,6 +198,12 @@ class Router:
 
     def registration_in(self, node: ast.AST) -> tuple[SeamRoute, str] | None:
         """A registration call or decorator of a seam in `node`, with the name it registers."""
+        found = self.registrations_in(node)
+        return found[0] if found else None
+
+    def registrations_in(self, node: ast.AST) -> list[tuple[SeamRoute, str]]:
+        """The seams the first registration call or decorator in `node` may be, each with the name it
+        registers: one, unless the call is made on no named registry and several seams have one of that name."""
         for inner in ast.walk(node):
             targets: list[ast.expr] = []
             if isinstance(inner, ast.Call):
@@ -204,18 +212,26 @@ class Router:
                 targets.extend(d for d in inner.decorator_list if isinstance(d, ast.Attribute | ast.Name))
             for target in targets:
                 called = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                owner = target.value if isinstance(target, ast.Attribute) else None
+                owner_name = ast.unparse(owner).rsplit(".", 1)[-1] if owner is not None else ""
+                found: list[tuple[SeamRoute, str]] = []
                 for seam in self.routes.seams:
                     for call in seam.calls:
                         if call.name != called:
                             continue
+                        if call.on and owner_name and owner_name != call.on.rsplit(".", 1)[-1]:
+                            continue  # the same method name on another registry
                         if call.source == "owner":
-                            owner = target.value if isinstance(target, ast.Attribute) else None
-                            return seam, ast.unparse(owner).rsplit(".", 1)[-1] if owner is not None else ""
+                            found.append((seam, owner_name))
+                            break
                         arguments = inner.args if isinstance(inner, ast.Call) and inner.func is target else []
                         name = registered_name(arguments[0]) if arguments else ""
                         if name:  # `register_model(arch, target)` with computed names is vLLM's machinery
-                            return seam, name
-        return None
+                            found.append((seam, name))
+                            break
+                if found:
+                    return found
+        return []
 
 
 def registered_name(argument: ast.expr) -> str:

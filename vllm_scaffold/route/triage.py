@@ -11,12 +11,15 @@ only the package, so they are listed, not compared.
 from __future__ import annotations
 
 import ast
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.route.routing import FORK, PATCH, Route, Router, mentioned, new_names
+from vllm_scaffold.route.bases import GENERATED, differing, fork_point, nearest_release, tree_at
+from vllm_scaffold.route.features import Feature, route_features, rpc_callers, rpc_route
+from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router, mentioned, new_names
 from vllm_scaffold.vllm_facts import ReleaseIndex
 from vllm_scaffold.vllm_facts.build import ModuleReader
 from vllm_scaffold.vllm_facts.sources import SourceTree, open_tree, release_tree
@@ -36,8 +39,8 @@ from vllm_scaffold.vllm_facts.symbol_diff import (
     parse,
 )
 
-# Written by the build (setuptools-scm), never by a fork's author.
-GENERATED = {"vllm/_version.py"}
+# `--base auto`: the nearest release, found by comparing files.
+AUTO = "auto"
 # Folders outside vllm/ listed one line each up to this many files; beyond, one line for the folder.
 FOLDER_LINES = 12
 
@@ -79,8 +82,11 @@ class Outside:
 class Triage:
     fork: str
     base: str
+    base_note: str = ""  # how the base was found (the nearest release, the fork point)
     entries: list[Entry] = field(default_factory=list)
     outside: list[Outside] = field(default_factory=list)
+    # symbols tied together, those a rule routed first (with its rule and evidence), then the others
+    features: list[Feature] = field(default_factory=list)
     compared: int = 0  # package files whose bytes differ
     not_in_fork: int = 0  # package files of the base the fork does not have
 
@@ -101,39 +107,68 @@ class Triage:
     def forks(self) -> list[Entry]:
         return [e for e in self.entries if e.route.route == FORK]
 
+    @property
+    def settings(self) -> list[str]:
+        """The `--additional-config` keys a plugin reads instead of the fork's new engine arguments."""
+        return list(dict.fromkeys(k for e in self.entries if e.route.route == SETTING for k, _v in e.route.answers))
+
     def plan(self) -> str:
         def count(n: int, one: str, many: str) -> str:
             return f"{n} {one if n == 1 else many}"
 
+        settings = f", {count(len(self.settings), 'setting', 'settings')}" if self.settings else ""
         return (
             f"{count(len(self.entries), 'changed symbol becomes', 'changed symbols become')} "
-            f"{count(len(self.components), 'component', 'components')}, {count(len(self.patches), 'patch', 'patches')} "
-            f"and {len(self.forks)} that {'stays' if len(self.forks) == 1 else 'stay'} a fork"
+            f"{count(len(self.components), 'component', 'components')}, {count(len(self.patches), 'patch', 'patches')}"
+            f"{settings} and {len(self.forks)} that {'stays' if len(self.forks) == 1 else 'stay'} a fork"
         )
 
     def commands(self) -> list[str]:
-        """One command per component and patch, in the order of their first symbol."""
+        """One command per component and patch, components first, each in the order of its first symbol."""
         seen: dict[tuple[str, str], str] = {}
-        for entry in self.entries:
+        for entry in sorted(self.entries, key=lambda e: e.route.route == PATCH):
             component = entry.route.component
             if component and component not in seen:
                 seen[component] = entry.route.command()
         return list(seen.values())
 
+    def items(self) -> list[tuple[str, list[Entry]]]:
+        """The plan's items: each component or patch with its symbols, components first."""
+        groups: dict[tuple[str, str], list[Entry]] = {}
+        for entry in sorted(self.entries, key=lambda e: e.route.route == PATCH):
+            if entry.route.component:
+                groups.setdefault(entry.route.component, []).append(entry)
+        return [(entries[0].route.command(), entries) for entries in groups.values()]
+
+    def _summary(self, entries: list[Entry]) -> list[str]:
+        """What one plan item carries: the features a rule routed to it, with their evidence, else its symbols."""
+        symbols = {e.symbol for e in entries}
+        lines = []
+        for feature in self.features:
+            if feature.rule and symbols & set(feature.members):
+                carried = [s for s in feature.members if s in symbols]
+                lines.append(f"    {_FEATURE_TITLES[feature.rule]} {', '.join(feature.names)}: {_names(carried)}")
+                lines.append(f"    evidence: {', '.join(feature.evidence)}")
+                symbols -= set(carried)
+        rest = [e.symbol for e in entries if e.symbol in symbols]
+        if rest:
+            lines.append(f"    {_names(rest)}")
+        return lines
+
     def describe(self) -> list[str]:
         """The report: each component, patch and fork with its symbols, the files outside vllm/, the plan."""
-        lines = [f"{self.fork} against {self.base}"]
+        lines = [f"{self.fork} against {self.base}" + (f": {self.base_note}" if self.base_note else "")]
         missing = (
             f"; {self.not_in_fork} files of the base are not in the fork (not compared)" if self.not_in_fork else ""
         )
         lines.append(f"{self.compared} files of vllm/ differ{missing}")
         groups: dict[tuple[str, str], list[Entry]] = {}
         for entry in self.entries:
-            groups.setdefault(entry.route.component or (FORK, ""), []).append(entry)
-        for (route, _), entries in sorted(groups.items(), key=lambda item: item[0][0] == FORK):
+            groups.setdefault(entry.route.component or (entry.route.route, ""), []).append(entry)
+        for (route, _), entries in sorted(groups.items(), key=lambda item: _ORDER.get(item[0][0], 0)):
             first = entries[0].route
             lines.append("")
-            lines.append(f"{route}: {first.command()}" if route != FORK else "stays a fork:")
+            lines.append(_HEADINGS[route] if route in _HEADINGS else f"{route}: {first.command()}")
             if first.note:
                 lines.append(f"  note: {first.note}")
             for entry in entries:
@@ -145,28 +180,65 @@ class Triage:
                 count = f" ({item.files} files)" if item.files > 1 else ""
                 lines.append(f"  {item.path}{count}" + (f": if changed, stays a fork: {item.why}" if item.why else ""))
         lines += ["", f"plan: {self.plan()}"]
-        commands = self.commands()
-        if commands:
-            lines.append(f"  {commands[0].replace('vllm-scaffold add ', 'vllm-scaffold new ', 1)}")
-            lines += [f"  {command}   (inside the new package)" for command in commands[1:]]
+        for number, (command, entries) in enumerate(self.items()):
+            shown = command.replace("vllm-scaffold add ", "vllm-scaffold new ", 1) if number == 0 else command
+            lines.append(f"  {shown}" + ("" if number == 0 else "   (inside the new package)"))
+            lines += self._summary(entries)
+            if entries[0].route.note:
+                lines.append(f"    note: {entries[0].route.note}")
+        if self.settings:
+            lines.append(f"  settings, read from --additional-config (no command): {', '.join(self.settings)}")
+        if self.forks:
+            lines.append(f"  stays a fork: {_names([e.symbol for e in self.forks])}")
         return lines
 
     def as_json(self) -> dict[str, object]:
         return {
             "fork": self.fork,
             "base": self.base,
+            "base_note": self.base_note,
             "symbols": [e.as_json() for e in self.entries],
             "outside": [o.as_json() for o in self.outside],
             "not_in_fork": self.not_in_fork,
+            "features": [
+                {"rule": f.rule, "names": list(f.names), "symbols": list(f.members), "evidence": list(f.evidence)}
+                for f in self.features
+            ],
             "plan": {
                 "symbols": len(self.entries),
                 "components": len(self.components),
                 "patches": len(self.patches),
+                "settings": self.settings,
                 "forks": len(self.forks),
                 "commands": self.commands(),
                 "line": self.plan(),
             },
         }
+
+
+# How the report's sections are ordered and headed: components, then patches, settings and forks.
+_ORDER = {PATCH: 1, SETTING: 2, FORK: 3}
+_HEADINGS = {
+    SETTING: "settings (a plugin reads these keys from --additional-config):",
+    FORK: "stays a fork:",
+}
+_FEATURE_TITLES = {"request_fields": "request fields", "engine_arguments": "settings"}
+# A plan item names this many of its symbols, then how many more.
+_SHOWN = 4
+
+
+def _names(symbols: list[str]) -> str:
+    """Symbols by their last two parts (`Sampler.forward`), the first few and a count of the rest."""
+
+    def short(symbol: str) -> str:
+        if "[" in symbol:  # code run at import: the module's last part and the statement
+            module, statement = symbol.split("[", 1)
+            return f"{module.rsplit('.', 1)[-1]}[{statement}"
+        return ".".join(symbol.split(".")[-2:])
+
+    names = list(dict.fromkeys(short(s) for s in symbols))
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return ", ".join(names[:_SHOWN]) + more
 
 
 def declared_version(fork: SourceTree) -> str | None:
@@ -227,14 +299,37 @@ def base_release(fork: SourceTree, base: str | None) -> tuple[SourceTree, Releas
     return tree, index
 
 
-def triage(fork_path: Path, base: str | None = None) -> Triage:
+def triage(fork_path: Path, base: str | None = None, since: str | None = None) -> Triage:
+    """The fork at `fork_path` compared with `base` (a version, a wheel, a source directory, or `auto`: the
+    nearest release), or with its fork point when `since` names the upstream ref of a git checkout."""
     if not fork_path.exists():
         raise ScaffoldError(f"{fork_path} does not exist", "pass the fork's checkout (the folder holding vllm/)")
     if not fork_path.is_dir():
         raise ScaffoldError(f"{fork_path} is not a directory", "pass the fork's checkout (the folder holding vllm/)")
     fork = open_tree(fork_path)
-    base_tree, index = base_release(fork, base)
-    result = Triage(fork=str(fork_path), base=base_tree.label)
+    if since is None:
+        note = ""
+        if base == AUTO:
+            nearest = nearest_release(fork)
+            base, note = nearest.version, nearest.describe()
+        base_tree, index = base_release(fork, base)
+        return _compare(Triage(fork=str(fork_path), base=base_tree.label, base_note=note), fork, base_tree, index)
+    from vllm_scaffold.vllm_facts.store import index_of_source
+
+    commit = fork_point(fork.root, since)
+    with tempfile.TemporaryDirectory(prefix="vllm-fork-point-") as scratch:
+        point = tree_at(fork.root, commit, Path(scratch))
+        note = f"git merge-base HEAD {since}: only the fork's own commits are compared"
+        if base is not None:
+            release = base_release(point, nearest_release(point).version if base == AUTO else base)[0]
+            upstream = differing(point, release)
+            note += f"; {upstream} files of vllm/ differ between {release.label} and the fork point (upstream's)"
+        index = index_of_source(point.root, f"0+g{commit[:12]}")
+        result = Triage(fork=str(fork_path), base=f"the fork point {commit[:12]}", base_note=note)
+        return _compare(result, fork, point, index)
+
+
+def _compare(result: Triage, fork: SourceTree, base_tree: SourceTree, index: ReleaseIndex) -> Triage:
     package = sorted(fork.package - GENERATED)
     result.not_in_fork = len(base_tree.package - fork.package - GENERATED)
     changed: list[tuple[str, ast.Module | None, ast.Module | None]] = []
@@ -263,7 +358,8 @@ def triage(fork_path: Path, base: str | None = None) -> Triage:
             if base_ast is None and change.kind == VALUE:
                 continue  # a new module's values come with its classes and functions
             changes.append((path, change, base_ast))
-    result.entries.extend(_route_all(router, changes))
+    routed, result.features = _route_all(router, changes)
+    result.entries.extend(routed)
     result.outside = _outside(sorted(p for p in fork.paths if not p.startswith("vllm/")))
     return result
 
@@ -283,12 +379,15 @@ def _path_rule(path: str) -> str:
     return rule.why if rule else ""
 
 
-def _route_all(router: Router, changes: list[tuple[str, Change, ast.Module | None]]) -> list[Entry]:
+def _route_all(
+    router: Router, changes: list[tuple[str, Change, ast.Module | None]]
+) -> tuple[list[Entry], list[Feature]]:
     """Every change with its route: first what each says about itself, then new code that only serves
     other changes takes their route, then what is left."""
     routes: dict[int, Route | None] = {}
+    callers = rpc_callers([change for _p, change, _b in changes])
     for number, (_path, change, base_ast) in enumerate(changes):
-        routes[number] = _direct(router, change, base_ast)
+        routes[number] = rpc_route(router, change, callers) or _direct(router, change, base_ast)
     users: dict[str, list[int]] = {}  # name -> the changes that mention it
     for number, (_path, change, _b) in enumerate(changes):
         if change.fork is not None:
@@ -311,11 +410,15 @@ def _route_all(router: Router, changes: list[tuple[str, Change, ast.Module | Non
                     found.route, why, found.name, found.answers, found.target, found.note, found.joins
                 )
                 progress = True
-    entries = []
-    for number, (path, change, _b) in enumerate(changes):
-        route = routes[number] or router.fork_route(router.routes.reason("unreferenced"))
-        entries.append(Entry(change.symbol, path, change.change, change.kind, route))
-    return _merge_components(entries)
+    placed = [routes[n] or router.fork_route(router.routes.reason("unreferenced")) for n in range(len(changes))]
+    final, found = route_features(router, [change for _p, change, _b in changes], placed)
+    entries = [
+        Entry(change.symbol, path, change.change, change.kind, route)
+        for (path, change, _b), route in zip(changes, final, strict=True)
+    ]
+    symbols = [change.symbol for _p, change, _b in changes]
+    named = [Feature(tuple(symbols[n] for n in f.members), f.rule, f.evidence, f.names) for f in found if f.members]
+    return _merge_components(entries), named
 
 
 def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Route | None:
@@ -326,15 +429,22 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     base_node = change.base.node if change.base is not None else None
     # A class's own statements only: its methods are symbols of their own.
     searched = class_shell(node) if isinstance(node, ast.ClassDef) else node
-    registration = router.registration_in(searched) if searched is not None else None
-    if registration is not None:
-        seam, name = registration
+    registrations = router.registrations_in(searched) if searched is not None else []
+    if registrations:
+        seam, name = registrations[0]
         cls = key.split(".")[0] if kind in {CLASS, METHOD} else ""
+        if len(registrations) > 1 and cls:
+            # a call several seams' registries have, made on no named registry: the class's base decides
+            owner = router.index.resolve(f"{module}.{cls}")
+            by_base = router.seam_of_class(owner) if owner.kind == "class" else None
+            seam, name = next((r for r in registrations if by_base and r[0] == by_base[0]), registrations[0])
         return router.seam_route(
             seam, reasons.reason("registered", name=name or key, seam=seam.key), cls=cls, answer=name
         )
     if node is not None and kind in {FUNCTION, METHOD} and change.change != REMOVED:
-        routes = _declared_routes(node)
+        # a route vLLM's server already has, changed, is vLLM's handler: a patch, not a route of the plugin's
+        known = set(_declared_routes(base_node)) if base_node is not None else set()
+        routes = [route for route in _declared_routes(node) if route not in known]
         if routes:
             endpoint = router.routes.seam_for("http_routes")
             prefix = "/" + routes[0].split(" ", 1)[1].strip("/").split("/")[0]
@@ -352,6 +462,10 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
         owner = key.split(".")[0]
         symbol = router.index.resolve(f"{module}.{owner}")
         found = router.seam_of_class(symbol) if symbol.kind == "class" else None
+        is_base = found is not None and found[1] == f"{module}.{owner}" and found[1] in found[0].bases
+        if found is not None and is_base and kind == METHOD and change.change == ADDED:
+            # vLLM's own code calls what its base class declares, on every implementation
+            return router.fork_route(reasons.reason("base_extended", owner=f"{module}.{owner}", seam=found[0].key))
         if found is not None:
             seam, base = found
             why = reasons.reason("covered", owner=f"{module}.{owner}", seam=seam.key)
@@ -370,7 +484,8 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     if kind in {FUNCTION, METHOD}:
         covering = router.covering_seam(change.symbol)
         if covering is not None:
-            return router.seam_route(covering, reasons.reason("covered", owner=change.symbol, seam=covering.key))
+            why = reasons.reason("covered", owner=change.symbol, seam=covering.key)
+            return router.seam_route(covering, why, joins=True)
     rule = router.routes.fork_rule(symbol=change.symbol, kind=kind)
     if rule is not None:
         return router.fork_route(rule.why)
@@ -411,16 +526,28 @@ def _merge_components(entries: list[Entry]) -> list[Entry]:
     order = sorted(range(len(entries)), key=lambda n: entries[n].route.joins)
     for number in order:
         entry, route = entries[number], entries[number].route
-        if route.route in {FORK, PATCH}:
+        if route.route in {FORK, PATCH, SETTING}:
             continue
-        for seam, names, files, members in groups:
-            if seam == route.route and (route.joins or route.name in names or entry.file in files):
-                names.add(route.name)
-                files.add(entry.file)
-                members.append(number)
-                break
-        else:
+        matching = [
+            group
+            for group in groups
+            if group[0] == route.route and (route.joins or route.name in group[1] or entry.file in group[2])
+        ]
+        if route.joins and matching:
+            matching = matching[:1]
+        if not matching:
             groups.append((route.route, {route.name}, {entry.file}, [number]))
+            continue
+        # a symbol that shares a name with one group and a file with another makes them one
+        seam, names, files, members = matching[0]
+        for other in matching[1:]:
+            names |= other[1]
+            files |= other[2]
+            members += other[3]
+            groups.remove(other)
+        names.add(route.name)
+        files.add(entry.file)
+        members.append(number)
     merged = list(entries)
     for seam, _names, _files, members in groups:
         answers: dict[str, str] = {}

@@ -1,0 +1,111 @@
+"""What `triage` compares a fork with when the fork does not say: the nearest release (`--base auto`) or the
+commit a git checkout branched from (`--since GITREF`).
+
+Forks branch from vLLM's main branch more often than from a release tag. Compared with a release, such a fork
+differs in every file upstream changed since, and those differences are not the fork's. The nearest release
+is the one the fewest of the fork's files differ from; the fork point is `git merge-base HEAD GITREF`, whose
+tree is the base itself, so only the fork's own commits are compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts.sources import SourceTree, open_tree, release_tree
+
+# Written by the build (setuptools-scm), never by a fork's author.
+GENERATED = frozenset({"vllm/_version.py"})
+
+
+def _digests(tree: SourceTree) -> dict[str, str]:
+    return {path: hashlib.sha256(tree.read(path)).hexdigest() for path in tree.package - GENERATED}
+
+
+def differing(fork: SourceTree, base: SourceTree) -> int:
+    """How many of the fork's files of `vllm/` the base lacks or has with other bytes."""
+    return len(_differing_files(fork, base))
+
+
+def _differing_files(fork: SourceTree, base: SourceTree) -> list[str]:
+    theirs = _digests(base)
+    return [path for path, digest in _digests(fork).items() if theirs.get(path) != digest]
+
+
+def _distance(fork: SourceTree, base: SourceTree) -> tuple[int, int]:
+    """(files that differ, lines found in only one of each pair): the lines break ties between releases."""
+    files = _differing_files(fork, base)
+    lines = 0
+    for path in files:
+        ours = set(fork.text(path).splitlines())
+        lines += len(ours ^ set(base.text(path).splitlines())) if path in base.paths else len(ours)
+    return len(files), lines
+
+
+def candidate_releases() -> list[str]:
+    """The releases `--base auto` compares with: the shipped indexes' and every wheel already in the cache."""
+    from vllm_scaffold.vllm_facts.store import cache_root, shipped_versions, version_key
+
+    cached = {
+        match.group(1)
+        for wheel in (cache_root() / "wheels").glob("*.whl")
+        if (match := re.match(r"vllm(?:_cpu)?-(\d+(?:\.\d+)+)-", wheel.name))
+    }
+    return sorted(set(shipped_versions()) | cached, key=version_key)
+
+
+@dataclass(frozen=True)
+class Nearest:
+    version: str
+    differing: dict[str, int]  # release -> files of the fork's vllm/ that differ from it
+
+    def describe(self) -> str:
+        others = ", ".join(f"{v}: {n}" for v, n in self.differing.items() if v != self.version)
+        return f"the nearest release (--base auto): {self.differing[self.version]} files of vllm/ differ from it" + (
+            f" ({others})" if others else ""
+        )
+
+
+def nearest_release(fork: SourceTree) -> Nearest:
+    """The release whose files the fewest of the fork's files differ from (ties: the fewest differing lines)."""
+    distances = {version: _distance(fork, release_tree(version)) for version in candidate_releases()}
+    best = min(distances, key=lambda version: distances[version])
+    return Nearest(best, {version: files for version, (files, _lines) in distances.items()})
+
+
+def _git(checkout: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, check=False)
+
+
+def fork_point(checkout: Path, ref: str) -> str:
+    """`git merge-base HEAD ref` of a git checkout: the commit the fork branched from."""
+    if _git(checkout, "rev-parse", "--git-dir").returncode != 0:
+        raise ScaffoldError(
+            f"--since needs a git checkout, and {checkout} is none",
+            "pass the fork's git checkout, or compare with a release: --base VERSION or --base auto",
+        )
+    found = _git(checkout, "merge-base", "HEAD", ref)
+    if found.returncode != 0:
+        raise ScaffoldError(
+            f"{checkout} has no commit in common with '{ref}'",
+            "name the upstream branch or commit the fork branched from (fetch it first: git fetch upstream)",
+        )
+    return found.stdout.decode().strip()
+
+
+def tree_at(checkout: Path, commit: str, into: Path) -> SourceTree:
+    """The `vllm/` package of `commit` (a directory written under `into`), as a source tree."""
+    archived = _git(checkout, "archive", "--format=tar", commit, "vllm")
+    if archived.returncode != 0:
+        raise ScaffoldError(
+            f"commit {commit[:12]} of {checkout} has no vllm/ package", "name a commit of vLLM's history"
+        )
+    with tarfile.open(fileobj=io.BytesIO(archived.stdout)) as archive:
+        archive.extractall(into, filter="data")
+    return open_tree(into, f"the fork point {commit[:12]}")
