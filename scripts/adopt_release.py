@@ -243,16 +243,25 @@ def _finding_line(finding: Finding) -> str:
 
 
 def adopt(version: str, path: str) -> Path:
-    previous = store.shipped_versions()[-1]
-    if store.version_key(version) <= store.version_key(previous):
-        sys.exit(f"error: {version} is not newer than {previous}, the newest release shipped; name a newer one")
+    """Adopts `version`, newer than every shipped release; run again for the newest shipped one, it reuses that
+    index and reports the state now (against the release before it), after the fixes the first report asked for."""
+    shipped = store.shipped_versions()
+    if version == shipped[-1] and len(shipped) > 1:
+        previous = shipped[-2]
+        source, distribution = (Path(path), "vllm") if path else store.fetch_wheel(version)
+        new, seconds, built = store.shipped(version), 0.0, "Shipped already; read from"
+    elif store.version_key(version) <= store.version_key(shipped[-1]):
+        sys.exit(f"error: {version} is older than {shipped[-1]}, the newest release shipped; name a newer one")
+    else:
+        previous = shipped[-1]
+        new, distribution, source, seconds = ship_index(version, path)
+        built = "Built from"
     old = store.shipped(previous)
-    new, distribution, source, seconds = ship_index(version, path)
     report = Report(version, previous, distribution)
     report.section(
         "Index",
         [
-            f"Built from `{source.name}` ({distribution}) in {seconds:.0f} s: {len(new.modules)} modules "
+            f"{built} `{source.name}` ({distribution}) in {seconds:.0f} s: {len(new.modules)} modules "
             f"({len(old.modules)} in {previous}); {len(gone_modules(old, new))} modules of {previous} are gone, "
             f"{len(set(new.modules) - set(old.modules))} are new.",
         ],
