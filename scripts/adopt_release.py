@@ -271,15 +271,24 @@ def adopt(version: str, path: str) -> Path:
     carried, broken = carry_facts(version, previous, sources)
     anchors = sum(len(problems) for problems in broken.values())
     body = [
-        f"{len(carried) + len(broken)} facts hold on {previous}. On {version}, {len(carried)} keep every anchor "
-        f"(now named for {version} in facts.toml) and **{len(broken)} have an anchor gone** ({anchors} anchors); "
-        "restate each for this release, or end it at the previous one:",
+        f"{len(carried) + len(broken)} facts held on {previous} and did not name {version} yet. {len(carried)} keep "
+        f"every anchor (now named for {version} in facts.toml) and **{len(broken)} have an anchor gone** ({anchors} "
+        "anchors); restate each for this release, or end it at the previous one:",
         "",
     ]
     body += [f"- `{key}`: " + "; ".join(problems) for key, problems in sorted(broken.items())]
+    stated = [key for key, found in facts.facts().items() if found.at(version) is not None]
+    problems, checked = facts.check(version, sources)
+    body += [
+        "",
+        f"{len(stated)} facts name {version} now; of their anchors, {len(checked)} are found once each and "
+        f"{len(problems)} fail" + (":" if problems else "."),
+    ]
+    body += [f"- {problem}" for problem in problems]
     report.section("Facts", body)
     report.summary.append(
-        f"{len(broken)} of {len(carried) + len(broken)} facts with an anchor gone ({anchors} anchors)"
+        f"{len(broken)} of {len(carried) + len(broken)} facts not yet named for {version} with an anchor gone "
+        f"({anchors} anchors); {len(stated)} facts name {version}, {len(problems)} anchors failing"
     )
 
     releases = [store.shipped(v) for v in store.shipped_versions()]
