@@ -1,6 +1,7 @@
 """What a patch target ("vllm.module:Qualname") is in one release: its kind, its signature and the hash of its
 source, read from the release index. `patch` components are generated from these facts and record them per
 release in their manifest entry (the fingerprint); doctor compares the fingerprint with each release.
+Where vLLM calls a target (its process families, `reached_in`'s default) comes from `patch_callers.toml`.
 """
 
 from __future__ import annotations
