@@ -39,6 +39,8 @@ CASES = {
     "component clash on add": (["add", "general-plugin", "tracer", "--project", "tracer", "--defaults"], "already has a component named 'tracer'", "choose another NAME"),
     "entry point clash on add": (["add", "logits-processor", "boost", "--project", "clash", "--defaults"], "entry point 'boost' already exists", "choose another NAME"),
     "dest not empty": (["new", "general-plugin", "x", "--dest", "occupied", "--defaults"], "exists and is not empty", "--dest"),
+    "dest under a file": (["new", "general-plugin", "x", "--dest", "occupied/notes.txt/sub", "--defaults"], "notes.txt, a file", "choose a path under a directory"),
+    "dest the system refuses": (["new", "general-plugin", "x", "--dest", "/proc/nope", "--defaults"], "/proc/nope cannot be created", "choose a directory you can write with --dest"),
     "no pyproject": (["add", "general-plugin", "x", "--project", "bare", "--defaults"], "no pyproject.toml", "vllm-scaffold new"),
     "pyproject does not parse": (["add", "general-plugin", "x", "--project", "broken", "--defaults"], "does not parse", "fix the TOML"),
     "data key not a question": (["new", "general-plugin", "x", "--defaults", "--data", "colour=blue"], "--data key 'colour' is not a question", "valid keys"),

@@ -379,7 +379,7 @@ NOT_A_VLLM_CLAIM: dict[tuple[str, str], str] = {
     (
         "patch",
         "a module-level function imported by name elsewhere (`from vllm.x import f`) keeps the old reference in "
-        "modules imported before the patch; apply() rebinds the ones already imported",
+        "modules imported before the patch; apply() rebinds the ones in vLLM's modules already imported",
     ): "about Python's name binding and the generated apply()",
     (
         "patch",

@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog.registries import load_registries
+from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route import find as find_module
 from vllm_scaffold.route.find import Candidate, find, registry_candidates
 
@@ -71,6 +72,9 @@ QUERIES: dict[str, tuple[str, str]] = {
     "new accelerator device": ("platform", "new platform NAME"),
     "fused rmsnorm triton kernel": ("custom-op", "new custom-op NAME"),
     "w8a8 gemm kernel": ("linear-kernel", "new linear-kernel NAME"),
+    "how do I add a custom sampler?": ("logits-processor", "new logits-processor NAME"),
+    "sampler": ("logits-processor", "new logits-processor NAME"),
+    "sampling temperature": ("logits-processor", "new logits-processor NAME"),
     "weather forecast": ("", ""),
 }
 
@@ -146,3 +150,35 @@ def test_a_seam_s_covers_route_its_classes_and_functions(monkeypatch: pytest.Mon
     index = vllm_facts.shipped("0.32.0")
     for query in ("vllm.v1.sample.sampler.Sampler.forward", "vllm.v1.sample.ops.topk_topp_sampler.apply_top_k_top_p"):
         assert find(query, index).route == "logits-processor", query
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("how do I add a custom sampler?", "why: 'sampler' in its vocabulary"),
+        ("temperature", "why: 'temperature' in its vocabulary"),
+        ("prometheus metrics", "why: 'metrics', 'prometheus' in its vocabulary"),
+    ],
+)
+def test_words_say_which_words_matched_and_where(query: str, said: str) -> None:
+    answer = find(query, vllm_facts.shipped("0.32.0"))
+    whys = [line for line in answer.lines if line.strip().startswith("why:")]
+    assert whys and said in whys[0], "\n".join(answer.lines)
+    assert all(f"matches '{query}'" not in why for why in whys), "the why line only echoes the query"
+
+
+def test_generic_words_alone_match_nothing() -> None:
+    """ "custom", "plugin", "write"...: every question has them; they must not pick a seam by themselves."""
+    with pytest.raises(ScaffoldError, match="has no word to search for"):
+        find("how do I write a custom plugin?", vllm_facts.shipped("0.32.0"))
+
+
+@pytest.mark.parametrize(
+    "query", ["custom tool parser", "custom op", "fused rmsnorm triton kernel", "logits processor"]
+)
+def test_words_list_each_seam_once(query: str) -> None:
+    answer = find(query, vllm_facts.shipped("0.32.0"))
+    headings = [line.split(" ", 1)[0] for line in answer.lines if not line.startswith(" ")]
+    commands = [line for line in answer.lines if line.strip().startswith("command:")]
+    assert len(commands) == len(set(commands)), "\n".join(answer.lines)
+    assert len(headings) == len(set(headings)), "\n".join(answer.lines)

@@ -110,6 +110,9 @@ ANSWERS: dict[str, dict[str, st.SearchStrategy[str]]] = {
                 "vllm.config.model:ModelConfig.is_moe",
                 "vllm.utils.math_utils:cdiv",
                 "vllm.sampling_params:SamplingParams.for_sampler_warmup",
+                "vllm.v1.sample.sampler:Sampler.apply_temperature",
+                # a signature longer than a line: EXPECTED_PARAMETERS and the wrapper must wrap
+                "vllm.model_executor.layers.rotary_embedding:get_rope",
             ]
         ),
         "despite_seam": BOOL,

@@ -3,12 +3,16 @@ refused, the manifest records the fingerprints, and `add` next to a general plug
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from seam_helpers import add_into, added, assert_lint_clean, assert_refused, run_package_tests
 
+from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.catalog.covers import covering_seam
@@ -32,6 +36,34 @@ def test_add_records_target_why_remove_when_and_a_fingerprint_per_release(host: 
     assert "def patched_get_num_layers(self: Any, parallel_config: Any) -> Any:" in module
     assert "result = original(self, parallel_config)" in module
     assert_lint_clean(host, "src/host/layers", "tests/test_layers_patch.py")
+
+
+@pytest.mark.parametrize(
+    ("target", "reached_in"),
+    [
+        ("vllm.model_executor.layers.rotary_embedding:get_rope", "worker"),
+        ("vllm.v1.sample.sampler:Sampler.apply_temperature", "worker"),
+        ("vllm.v1.sample.sampler:Sampler.forward", "worker"),
+        ("vllm.config:ModelConfig.get_vocab_size", "front-end+engine-core+worker"),
+    ],
+)
+def test_new_patch_lints_whatever_the_signature_and_records_where_vllm_calls_it(
+    target: str, reached_in: str, tmp_path: Path
+) -> None:
+    """get_rope's parameters do not fit on a line; the sampler is called in the workers only."""
+    answers = ["--data", f"target={target}", "--data", "vllm_range=>=0.32.0,<=0.33.0"]
+    done = run_cli("new", "patch", "tweak", "--dest", "tweak", *answers, cwd=tmp_path)
+    assert done.exit_code == 0, done.output
+    package = tmp_path / "tweak"
+    assert_lint_clean(package, ".")
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."], cwd=package, capture_output=True, text=True
+    )
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+    recorded = yaml.safe_load((package / ".vllm-scaffold/patch-tweak.yml").read_text())["answers"]
+    assert recorded["reached_in"] == reached_in
+    tests = (package / "tests/test_patch_patch.py").read_text()
+    assert f"REACHED_IN = {reached_in.split('+')!r}".replace("'", '"') in tests
 
 
 def test_a_covered_target_is_patched_only_when_the_user_insists(host: Path) -> None:

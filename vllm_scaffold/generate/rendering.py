@@ -53,7 +53,9 @@ class VllmReleases(Extension):
     state it. For `patch` components: the filters `vllm_patch_problem`
     (why a target cannot be patched in a range, "" when it can), `vllm_patch_cover` (the seam that covers the
     target, "" when none does), `vllm_patch_facts` (the target's kind, signature and source hash in each
-    verified release of a range) and `vllm_patch_fingerprints` (what the manifest records of them)."""
+    verified release of a range), `vllm_patch_fingerprints` (what the manifest records of them),
+    `vllm_patch_reached_in` (the processes vLLM calls the target in) and `vllm_patch_engine_args` (the engine
+    arguments under which it does)."""
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -71,6 +73,8 @@ class VllmReleases(Extension):
         environment.filters["vllm_patch_cover"] = patch_cover
         environment.filters["vllm_patch_facts"] = patch_facts
         environment.filters["vllm_patch_fingerprints"] = patch_fingerprints
+        environment.filters["vllm_patch_reached_in"] = patch_reached_in
+        environment.filters["vllm_patch_engine_args"] = patch_engine_args
 
 
 def patch_facts(target: str, spec: str) -> dict[str, dict[str, str]]:
@@ -97,6 +101,35 @@ def patch_fingerprints(target: str, spec: str) -> dict[str, dict[str, str]]:
     release index writes it, and the hash of its source."""
     facts = patch_facts(target, spec)
     return {version: {"signature": f["signature"], "source": f["source"]} for version, f in facts.items()}
+
+
+def _patch_callers(target: str, spec: str) -> Any:
+    """The patch_callers.toml entry for `target` on every verified release of `spec` (None when none holds,
+    or the target is not one every release has)."""
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.vllm_facts import patch_targets
+
+    found = {
+        version: patch_targets.describe(vllm_facts.shipped(version), target) for version in vllm_facts.checked_in(spec)
+    }
+    if not found or any(isinstance(facts, str) for facts in found.values()):
+        return None
+    return patch_targets.callers_of(found)  # type: ignore[arg-type]
+
+
+def patch_reached_in(target: str, spec: str) -> str:
+    """The processes vLLM calls `target` in on every verified release of `spec` ("front-end+worker"...): from
+    patch_callers.toml, else every process that loads the general plugins."""
+    from vllm_scaffold.vllm_facts import patch_targets
+
+    entry = _patch_callers(target, spec)
+    return entry.reached_in if entry is not None else patch_targets.EVERY_FAMILY
+
+
+def patch_engine_args(target: str, spec: str) -> dict[str, object]:
+    """The engine arguments under which vLLM calls `target` in every process `patch_reached_in` names."""
+    entry = _patch_callers(target, spec)
+    return dict(entry.engine_args) if entry is not None else {}
 
 
 def patch_problem(target: str, spec: str) -> str:

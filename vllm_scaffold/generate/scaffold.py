@@ -48,7 +48,27 @@ def package_destination(name: str, dest: Path | None) -> Path:
         if dest is None:
             raise ScaffoldError(f"{path} exists and is not empty", "choose another NAME, or a directory with --dest")
         raise ScaffoldError(f"--dest {path} exists and is not empty", "choose a new or empty directory with --dest")
+    existing = next(parent for parent in path.parents if parent.exists())
+    if not existing.is_dir():
+        raise ScaffoldError(f"{_where(dest)}{path} lies under {existing}, a file", "choose a path under a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ScaffoldError(f"{_where(dest)}{path} cannot be created: {existing} is not writable", _WRITABLE_FIX)
     return path
+
+
+# What to do when the place `new` creates a package in cannot be written.
+_WRITABLE_FIX = "choose a directory you can write with --dest"
+
+
+def _where(dest: Path | None) -> str:
+    """How a message names the package's place: as the --dest it came from, else by its path alone."""
+    return "--dest " if dest is not None else ""
+
+
+def _unwritable(dest: Path, error: OSError) -> ScaffoldError:
+    """The one-line error for a place the operating system refused to create the package in."""
+    reason = (error.strerror or type(error).__name__).lower()
+    return ScaffoldError(f"{dest} cannot be created in {dest.parent} ({reason})", _WRITABLE_FIX)
 
 
 def new_package(
@@ -62,7 +82,11 @@ def new_package(
     package_data, seam_data = split_data(data, PACKAGE_TEMPLATE, seam.template)
 
     scratch_parent = dest.parent if dest.parent.is_dir() else None
-    with tempfile.TemporaryDirectory(prefix=".vllm-scaffold-", dir=scratch_parent) as scratch:
+    try:  # the scratch space sits next to dest, so that the finished package is moved in with one rename
+        scratch_space = tempfile.TemporaryDirectory(prefix=".vllm-scaffold-", dir=scratch_parent)
+    except OSError as error:
+        raise _unwritable(dest, error) from None
+    with scratch_space as scratch:
         skeleton, stage = Path(scratch) / "skeleton", Path(scratch) / name
         context = {
             "package": name,
@@ -86,13 +110,16 @@ def new_package(
         changes.apply()
         snapshot.record(stage)
         harness_wheel.write_into(stage / harness_wheel.WHEELS_DIR)
-        if dest.exists():
-            dest.rmdir()
-        if scratch_parent is None:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(stage), dest)
-        else:
-            os.rename(stage, dest)
+        try:
+            if dest.exists():
+                dest.rmdir()
+            if scratch_parent is None:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(stage), dest)
+            else:
+                os.rename(stage, dest)
+        except OSError as error:
+            raise _unwritable(dest, error) from None
     return Result(dest, changes, written=True, new_package=True, built=built)
 
 

@@ -40,6 +40,7 @@ class Candidate:
     symbols: tuple[str, ...] = ()  # dotted vLLM symbols (registration functions, base classes)
     files: tuple[str, ...] = ()  # vLLM files or folders (prefixes ending in "/")
     calls: tuple[str, ...] = ()  # names of its registration functions (register_quantization_config)
+    api: str = ""  # what a plugin implements or calls (the catalog's `api`)
 
     def command(self) -> str:
         if self.status == TEMPLATED and self.seam:
@@ -80,6 +81,7 @@ def seam_candidates() -> list[Candidate]:
                 symbols=tuple(symbols),
                 files=route.files if route else (),
                 calls=tuple(call.name for call in route.calls) if route else (),
+                api=seam.api,
             )
         )
     return found
@@ -329,6 +331,21 @@ _STOP = {
     "new",
     "add",
     "vllm",
+    # words every question about extending vLLM has, which say nothing about which part of it
+    "custom",
+    "can",
+    "write",
+    "make",
+    "create",
+    "implement",
+    "change",
+    "use",
+    "plugin",
+    "want",
+    "is",
+    "it",
+    "what",
+    "where",
 }
 
 
@@ -337,21 +354,40 @@ def _words_of(text: str) -> list[str]:
     return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
 
 
-def _score(query: list[str], phrase: str, candidate: Candidate) -> int:
+def _score(query: list[str], phrase: str, candidate: Candidate) -> tuple[int, dict[str, str]]:
+    """How well `candidate` answers the query's words, and where each word that counted was found (word ->
+    "vocabulary", "title", "summary" or "api"): a vocabulary phrase the query holds counts most."""
     score = 0
+    matched: dict[str, str] = {}
     keywords = [_words_of(k) for k in candidate.keywords]
     title, summary = set(_words_of(candidate.title + " " + candidate.key)), set(_words_of(candidate.summary))
+    api = set(_words_of(candidate.api))
     for keyword in keywords:
         if keyword and " ".join(keyword) in phrase:
             score += 4 * len(keyword)
+            matched.update((word, "vocabulary") for word in keyword)
     for word in query:
-        if any(word in keyword for keyword in keywords):
-            score += 3
-        if word in title:
-            score += 2
-        if word in summary:
-            score += 1
-    return score
+        for points, where, found in (
+            (3, "vocabulary", any(word in keyword for keyword in keywords)),
+            (2, "title", word in title),
+            (1, "summary", word in summary),
+            (1, "api", word in api),
+        ):
+            if found:
+                score += points
+                matched.setdefault(word, where)
+    return score, matched
+
+
+def _matched_why(matched: dict[str, str], text: str) -> str:
+    """The `why:` line of a words answer: which of the query's words matched, and where, as the query wrote them."""
+    written = {}
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        written.setdefault(next(iter(_words_of(word)), word), word)
+    by_place: dict[str, list[str]] = {}
+    for word, where in matched.items():
+        by_place.setdefault(where, []).append(f"'{written.get(word, word)}'")
+    return "; ".join(f"{', '.join(words)} in its {where}" for where, words in by_place.items())
 
 
 def _words(text: str, index: ReleaseIndex) -> Answer:
@@ -361,7 +397,9 @@ def _words(text: str, index: ReleaseIndex) -> Answer:
             f"'{text}' has no word to search for", "pass a vLLM symbol, a file path in vLLM, or a few words"
         )
     phrase = " ".join(query)
-    scored = sorted(((_score(query, phrase, c), n, c) for n, c in enumerate(candidates())), key=lambda t: (-t[0], t[1]))
+    scored = sorted(
+        ((*_score(query, phrase, c), n, c) for n, c in enumerate(candidates())), key=lambda t: (-t[0], t[2])
+    )
     best = scored[0][0] if scored else 0
     if best < 3:
         lines = [
@@ -370,8 +408,12 @@ def _words(text: str, index: ReleaseIndex) -> Answer:
             "  names its target and command), else a fork",
         ]
         return _answer(text, index, "", "", lines)
-    chosen = [c for score, _n, c in scored if score >= max(3, best // 2)][:3]
+    chosen: dict[str, tuple[Candidate, dict[str, str]]] = {}  # one answer per seam: its best-scoring candidate
+    for score, matched, _n, candidate in scored:
+        if score >= max(3, best // 2) and len(chosen) < 3:
+            chosen.setdefault(candidate.seam or candidate.key, (candidate, matched))
     lines: list[str] = []
-    for candidate in chosen:
-        lines += _candidate_lines(candidate, f"matches '{text}'")
-    return _answer(text, index, chosen[0].key, chosen[0].command(), lines)
+    for candidate, matched in chosen.values():
+        lines += _candidate_lines(candidate, _matched_why(matched, text))
+    first = next(iter(chosen.values()))[0]
+    return _answer(text, index, first.key, first.command(), lines)

@@ -1,13 +1,18 @@
 """What a patch target ("vllm.module:Qualname") is in one release: its kind, its signature and the hash of its
 source, read from the release index. `patch` components are generated from these facts and record them per
 release in their manifest entry (the fingerprint); doctor compares the fingerprint with each release.
+Where vLLM calls a target (its process families, `reached_in`'s default) comes from `patch_callers.toml`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
+from vllm_scaffold.vllm_facts.facts import Evidence
 from vllm_scaffold.vllm_facts.index import ReleaseIndex
 
 # Kinds a patch can wrap, by the index's signature decorator ("" is a plain function or method).
@@ -68,3 +73,55 @@ def describe(index: ReleaseIndex, target: str) -> TargetFacts | str:
     if symbol.kind == "value":
         return f"{target} is a value in vLLM {index.version}, not a function, method or property"
     return f"vLLM {index.version}'s index cannot tell what {target} is (not a function, method or property it can see)"
+
+
+# Where vLLM calls the code a patch can wrap (patch_callers.toml).
+CALLERS = Path(__file__).with_name("patch_callers.toml")
+# The processes that load the general plugins, where apply() runs: the default where no entry says more.
+EVERY_FAMILY = "front-end+engine-core+worker"
+
+
+@dataclass(frozen=True)
+class Callers:
+    """An entry of patch_callers.toml: the families vLLM calls `code` in, on `releases`."""
+
+    code: str  # "vllm.module" (that module and the modules under it) or "vllm.module:Qualname"
+    releases: tuple[str, ...]
+    reached_in: str
+    why: str
+    engine_args: dict[str, object] = field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
+    importers: tuple[str, ...] = ()
+
+    def holds(self, defined_in: str) -> bool:
+        """Whether `defined_in` ("vllm.module.Qualname" of a definition) is code this entry speaks for."""
+        module, _, qualname = self.code.partition(":")
+        if qualname:
+            return defined_in == f"{module}.{qualname}"
+        return defined_in.startswith(f"{module}.")
+
+
+@cache
+def callers() -> tuple[Callers, ...]:
+    data = tomllib.loads(CALLERS.read_text(encoding="utf-8"))
+    return tuple(
+        Callers(
+            entry["code"],
+            tuple(entry["releases"]),
+            entry["reached_in"],
+            entry["why"],
+            dict(entry.get("engine_args", {})),
+            tuple(Evidence(**e) for e in entry.get("evidence", ())),
+            tuple(entry.get("importers", ())),
+        )
+        for entry in data["callers"]
+    )
+
+
+def callers_of(found: dict[str, TargetFacts]) -> Callers | None:
+    """The entry that says where vLLM calls a target, given its facts in each release of a package's range
+    (release -> facts): the first entry holding its definition in every one of them, None when none does."""
+    for entry in callers():
+        if all(version in entry.releases and entry.holds(f.defined_in) for version, f in found.items()):
+            return entry
+    return None

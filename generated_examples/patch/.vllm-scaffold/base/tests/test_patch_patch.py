@@ -4,8 +4,9 @@ and left alone with the reason when its parameters changed.
 The in-process engine (shared by this module) shows the wrapper is applied by the general plugin and reached
 by vLLM itself, with exactly the target's parameters. The mismatch tests run in a fresh interpreter, where
 the target is not wrapped yet. The multiprocessing layouts (front end, engine core and worker processes; two
-tensor-parallel workers) each start an engine in a fresh interpreter with the trace file set, and are marked
-slow: `pytest --slow`.
+tensor-parallel workers) each start an engine in a fresh interpreter with the trace file set, send it a greedy
+and a random-sampling request, and check that every process family in REACHED_IN called the wrapper; they
+are marked slow: `pytest --slow`.
 """
 
 from __future__ import annotations
@@ -21,18 +22,28 @@ from my_patch.patch import patch
 pytestmark = pytest.mark.engine
 
 # The processes vLLM calls the target in (the component's `reached_in` answer).
-REACHED_IN = ["front-end", "worker"]
+REACHED_IN = ["front-end", "engine-core", "worker"]
 # When its model-info cache has no entry for the model, vLLM inspects the model class in a short-lived
 # subprocess (`python -m vllm.model_executor.models.registry`) that loads the general plugins too; it is not
 # one of the engine's processes.
 MODEL_INSPECTION = "vllm.model_executor.models.registry"
 
+# A greedy and a random-sampling request (temperature > 0), so that code on either sampling path is called.
 SCRIPT = """
-from vllm_scaffold_testing.scale_out import generate
+from vllm import SamplingParams
+from vllm_scaffold_testing.engine import shutdown_engines, start_llm
 
 if __name__ == "__main__":
-    tokens = generate({engine_kwargs!r}, ["Hello world", "The quick brown fox"])
-    assert all(tokens), tokens
+    llms = [start_llm(**{engine_kwargs!r})]
+    try:
+        params = [
+            SamplingParams(temperature=0.0, max_tokens=4, ignore_eos=True),
+            SamplingParams(temperature=0.8, seed=0, max_tokens=4, ignore_eos=True),
+        ]
+        outputs = llms[0].generate(["Hello world", "The quick brown fox"], params)
+        assert all(output.outputs[0].token_ids for output in outputs), outputs
+    finally:
+        shutdown_engines(llms)
 """
 
 
@@ -78,7 +89,7 @@ import pytest
 from my_patch.patch import patch
 
 release = patch.installed_release()
-patch.EXPECTED_PARAMETERS[release] = "self,a_parameter_vllm_never_had"
+patch.EXPECTED_PARAMETERS[release] = ("self", "a_parameter_vllm_never_had")
 patch.ON_MISMATCH = "{mode}"
 {action}
 assert patch.original is None, "the target was wrapped despite the mismatch"
@@ -135,11 +146,14 @@ def test_every_process_that_calls_the_target_reaches_the_wrapper(
     tmp_path: Path,
 ) -> None:
     trace = tmp_path / "trace.tsv"
-    run_python(
-        SCRIPT.format(engine_kwargs={**llm_kwargs, **overrides}), env={**env, patch.TRACE_ENV: str(trace)}
-    )
+    engine_kwargs = {**llm_kwargs, **overrides}
+    run_python(SCRIPT.format(engine_kwargs=engine_kwargs), env={**env, patch.TRACE_ENV: str(trace)})
+    assert trace.exists(), f"no process called {patch.TARGET} (expected: {REACHED_IN})"
     families = traced(trace)
     for expected in REACHED_IN:
-        assert expected in families, f"no {expected} process reached the wrapper: {families}"
+        assert expected in families, (
+            f"no {expected} process reached the wrapper ({families}): if vLLM does not call the target "
+            f"there, leave {expected} out of the reached_in answer"
+        )
     if "worker" in REACHED_IN:
         assert families.count("worker") == workers, families

@@ -37,11 +37,11 @@ TARGET = "vllm.config.model:ModelConfig.get_vocab_size"
 ON_MISMATCH = "raise"  # "raise": register() stops vLLM; "skip": one log line, target left unpatched
 TRACE_ENV = "MY_PATCH_MY_PATCH_TRACE_FILE"
 # The target's parameters (names, kinds, which have defaults) in each vLLM release the package declares.
-EXPECTED_PARAMETERS: dict[str, str] = {
-    "0.31.0": "self",
-    "0.32.0": "self",
-    "0.33.0": "self",
-    "0.34.0": "self",
+EXPECTED_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "0.31.0": ("self",),
+    "0.32.0": ("self",),
+    "0.33.0": ("self",),
+    "0.34.0": ("self",),
 }
 # Marks the wrapper, so that a second apply() in one process sees the target is already wrapped.
 MARK = "__my_patch_my_patch__"
@@ -104,8 +104,8 @@ def unwrap_descriptor(value: Any) -> Any:
     return value
 
 
-def parameters(function: Callable[..., Any]) -> str:
-    """The function's parameters as vllm-scaffold's release index writes them: "self,x,y=,*,z=,**kwargs"."""
+def parameters(function: Callable[..., Any]) -> tuple[str, ...]:
+    """The parameters as the release index writes them: ("self", "x", "y=", "*", "z=", "**kwargs")."""
     parts: list[str] = []
     listed = list(inspect.signature(function, follow_wrapped=False).parameters.values())
     for i, param in enumerate(listed):
@@ -122,7 +122,7 @@ def parameters(function: Callable[..., Any]) -> str:
             i + 1 == len(listed) or listed[i + 1].kind is not param.POSITIONAL_ONLY
         ):
             parts.append("/")
-    return ",".join(parts)
+    return tuple(parts)
 
 
 def installed_release() -> str:
@@ -143,14 +143,13 @@ def mismatch(function: Callable[..., Any]) -> str:
     if live == expected:
         return ""
     return (
-        f"{PACKAGE} did not patch {TARGET}: in vLLM {release} it takes ({live}), "
-        f"the patch expects ({expected}) as in vLLM {declared}; review the patch against this release"
+        f"{PACKAGE} did not patch {TARGET}: in vLLM {release} it takes ({','.join(live)}), the patch "
+        f"expects ({','.join(expected)}) as in vLLM {declared}; review the patch against this release"
     )
 
 
 def record_reached() -> None:
-    """Notes the first call in this process: one line in the trace file when MY_PATCH_MY_PATCH_TRACE_FILE is
-    set."""
+    """Notes the first call in this process: one line in the trace file when TRACE_ENV names one."""
     global reached
     if reached:
         return
