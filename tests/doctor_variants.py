@@ -1360,3 +1360,26 @@ IMPORT_TIME: dict[str, tuple[Variant, str | None, str]] = {
         "",
     ),
 }
+
+
+# An entry point's object defined in each branch of a module-level test: the module binds it either way (a
+# class that adds the V1 logits-processor interface only where vLLM still has it, say).
+CLEAN["entry-point-defined-per-branch"] = Variant(
+    {
+        "plugin.py": '''
+        """register() defined per Python release: each branch binds it."""
+        import sys
+
+        if sys.version_info >= (3, 11):
+
+            def register() -> None:
+                return None
+
+        else:
+
+            def register() -> None:
+                return None
+        '''
+    }
+)
+CONTRASTS["entry-point-defined-per-branch"] = ("plugin.py", "def register()", "def register_for()", "ep-target-missing")

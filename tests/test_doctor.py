@@ -279,7 +279,7 @@ def test_the_generated_logits_processor_claiming_argmax_invariance_is_caught(tmp
     package = render_example("logits-processor", tmp_path / "my_lp")
     processor = package / "src/my_lp/logits/processor.py"
     source = processor.read_text(encoding="utf-8")
-    claim = 'greedy requests must go through apply() too (V1)."""\n        return False'
+    claim = 'greedy requests must go through apply() too."""\n            return False'
     assert claim in source
     processor.write_text(source.replace(claim, claim.replace("return False", "return True")), encoding="utf-8")
 

@@ -163,8 +163,7 @@ def test_every_code_of_the_section_is_exercised() -> None:
     seen = {code for releases in EXPECTED.values() for found in releases.values() for code, _where in found}
     section = {code for code, entry in codes.codes().items() if entry.section in {SECTION, PATCH_SECTION}}
     assert section <= seen, f"codes no fixture shows: {section - seen}"
-    # The installed-vLLM check's import codes, and the logits-processor section's `--vllm` check.
-    assert seen - section <= {"vllm-import-missing", "vllm-import-guarded", "logits-processor-not-v2"}
+    assert seen - section <= {"vllm-import-missing", "vllm-import-guarded"}
 
 
 @pytest.mark.parametrize("seam_dir", sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()))

@@ -21,9 +21,9 @@ def test_add_the_list_variant_next_to_a_general_plugin(host: Path) -> None:
     assert '"allowed_ids"' in manifest[1]["enable"][0]
     processor = (host / "src/host/only/processor.py").read_text()
     assert 'PARAM = "allowed_ids"' in processor and "MAX_ALLOWED = 64" in processor
-    assert "class OnlyLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):" in processor
-    mine = ["src/host/only", "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_engine.py",
-            "benchmarks/bench_only.py"]  # fmt: skip
+    assert "class OnlyLogitsProcessor(OnlyLogitsProcessorV2, V1LogitsProcessor):" in processor
+    mine = ["src/host/only", "tests/test_only_kernel.py", "tests/test_only_runners.py", "tests/test_only_v1_runner.py",
+            "tests/test_only_engine.py", "benchmarks/bench_only.py"]  # fmt: skip
     assert_lint_clean(host, *mine)
 
 

@@ -120,8 +120,17 @@ def callers() -> tuple[Callers, ...]:
 
 def callers_of(found: dict[str, TargetFacts]) -> Callers | None:
     """The entry that says where vLLM calls a target, given its facts in each release of a package's range
-    (release -> facts): the first entry holding its definition in every one of them, None when none does."""
-    for entry in callers():
-        if all(version in entry.releases and entry.holds(f.defined_in) for version, f in found.items()):
-            return entry
-    return None
+    (release -> facts): for each release the first entry holding its definition there; when every release has
+    one and they agree on the families and the engine arguments (a release that moved the call sites has an
+    entry of its own), the first of them, else None."""
+    chosen: list[Callers] = []
+    for version, facts in found.items():
+        entry = next((e for e in callers() if version in e.releases and e.holds(facts.defined_in)), None)
+        if entry is None:
+            return None
+        chosen.append(entry)
+    if not chosen:
+        return None
+    first = chosen[0]
+    agree = all((e.reached_in, e.engine_args) == (first.reached_in, first.engine_args) for e in chosen)
+    return first if agree else None

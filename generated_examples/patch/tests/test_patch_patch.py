@@ -23,6 +23,8 @@ pytestmark = pytest.mark.engine
 
 # The processes vLLM calls the target in (the component's `reached_in` answer).
 REACHED_IN = ["front-end", "engine-core", "worker"]
+# The engine arguments under which vLLM calls the target in each of those processes.
+ENGINE_ARGS: dict[str, object] = {"disable_log_stats": False, "enable_mfu_metrics": True}
 # When its model-info cache has no entry for the model, vLLM inspects the model class in a short-lived
 # subprocess (`python -m vllm.model_executor.models.registry`) that loads the general plugins too; it is not
 # one of the engine's processes.
@@ -146,7 +148,7 @@ def test_every_process_that_calls_the_target_reaches_the_wrapper(
     tmp_path: Path,
 ) -> None:
     trace = tmp_path / "trace.tsv"
-    engine_kwargs = {**llm_kwargs, **overrides}
+    engine_kwargs = {**llm_kwargs, **ENGINE_ARGS, **overrides}
     run_python(SCRIPT.format(engine_kwargs=engine_kwargs), env={**env, patch.TRACE_ENV: str(trace)})
     assert trace.exists(), f"no process called {patch.TARGET} (expected: {REACHED_IN})"
     families = traced(trace)

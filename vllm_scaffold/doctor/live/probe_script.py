@@ -338,16 +338,20 @@ def object_fits(ep: dict[str, str], obj) -> str | None:
             return "vLLM wants a StatLoggerBase subclass (a class, not a factory) and raises TypeError"
         return None
     if group == LOGITS:
-        v1, v2 = logits_bases()
-        if not (isinstance(obj, type) and issubclass(obj, (v1, v2))):
+        bases = tuple(base for base in logits_bases() if base is not None)
+        if not (isinstance(obj, type) and issubclass(obj, bases)):
             return "vLLM wants a LogitsProcessor class (V1 or V2 interface) and fails at startup"
     return None
 
 
 def logits_bases():
-    from vllm.v1.sample.logits_processor import LogitsProcessor as V1
+    """(the V1 runner's base, None where vLLM has no V1 runner (0.34 on); Model Runner V2's base)."""
     from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsProcessor as V2
 
+    try:
+        from vllm.v1.sample.logits_processor import LogitsProcessor as V1
+    except ImportError:
+        return None, V2
     return V1, V2
 
 
@@ -355,6 +359,8 @@ def uses_v2_runner() -> bool:
     import vllm.envs as envs
     from vllm.triton_utils import HAS_TRITON
 
+    if logits_bases()[0] is None:
+        return True  # the only runner
     chosen = envs.VLLM_USE_V2_MODEL_RUNNER
     return bool(chosen) if chosen is not None else bool(HAS_TRITON)
 
@@ -363,7 +369,12 @@ def check_logits_processor(ep: dict[str, str], cls) -> None:
     v1, v2 = logits_bases()
     v2_runner = uses_v2_runner()
     runner = "V2 (Model Runner V2)" if v2_runner else "V1"
-    is_v1 = issubclass(cls, v1)
+    is_v1 = v1 is not None and issubclass(cls, v1)
+    pin = (
+        f", or pin the runner with VLLM_USE_V2_MODEL_RUNNER={int(not v2_runner)}"
+        if v1 is not None
+        else ": this vLLM has no other runner"
+    )
     if not issubclass(cls, v2 if v2_runner else v1):  # a class may implement both interfaces
         report(
             "error",
@@ -372,8 +383,7 @@ def check_logits_processor(ep: dict[str, str], cls) -> None:
             f"{cls.__name__} implements only the {'V1' if is_v1 else 'V2'} LogitsProcessor interface but this platform "
             f"runs the {runner} model runner: engine startup fails with ValueError (every installed processor "
             "is loaded, VLLM_PLUGINS does not apply)",
-            f"implement {V2_BASE if v2_runner else V1_BASE}, or pin the runner with "
-            f"VLLM_USE_V2_MODEL_RUNNER={int(not v2_runner)}",
+            f"implement {V2_BASE if v2_runner else V1_BASE}{pin}",
         )
     if is_v1:
         check_argmax_claim(ep, cls)

@@ -183,17 +183,38 @@ def all_calls(package: PluginPackage, apis: frozenset[str] = REGISTRATION_APIS) 
 
 
 def top_level_names(module: Module) -> set[str]:
+    """The names the module binds when it runs: its definitions, imports and assignments, those made inside a
+    module-level `if`, `try`, `with` or loop included (a class defined in each branch of a version test)."""
     names: set[str] = set()
-    for stmt in module.tree.body if module.tree else ():
+    pending = list(module.tree.body) if module.tree else []
+    while pending:
+        stmt = pending.pop()
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(stmt.name)
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            names.update(
+                n.id for n in ast.walk(_header(stmt)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+            pending += [*stmt.body, *getattr(stmt, "orelse", ()), *getattr(stmt, "finalbody", ())]
+            for handler in getattr(stmt, "handlers", ()):
+                names.update([handler.name] if handler.name else [])
+                pending += handler.body
         else:
             names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     if "__getattr__" in names:  # PEP 562: the module provides the names it exports on first access
         names.update(_exported(module))
     return names
+
+
+def _header(stmt: ast.stmt) -> ast.AST:
+    """What a compound statement binds outside its body: a loop's target, a `with`'s `as` names."""
+    if isinstance(stmt, ast.For):
+        return stmt.target
+    if isinstance(stmt, ast.With):
+        return ast.Tuple(elts=[item.optional_vars for item in stmt.items if item.optional_vars], ctx=ast.Load())
+    return ast.Pass()
 
 
 def _exported(module: Module) -> list[str]:

@@ -905,6 +905,17 @@ class ReleaseCheck:
         """Every base named in the plugin's lineage of `qualname` that is not a plugin class, dotted; None when
         one of them is neither vLLM's nor a builtin (another library's class could derive from anything)."""
         found: list[str] = []
+        for module, node, outside in self._walk_lineage(qualname):
+            if len(node.bases) != len(self.bases(module, node)):
+                return None  # a base written as an expression the import table cannot name
+            for base in outside:
+                if base.split(".")[0] != "vllm" and base not in _NO_MEMBER_BASES:
+                    return None
+                found.append(base)
+        return found
+
+    def _walk_lineage(self, qualname: str) -> Iterator[tuple[Module, ast.ClassDef, list[str]]]:
+        """Each plugin class in `qualname`'s lineage, with the bases it names that are not plugin classes."""
         pending, seen = [qualname], set()
         while pending:
             current = pending.pop()
@@ -912,16 +923,9 @@ class ReleaseCheck:
                 continue
             seen.add(current)
             module, node = self.plugin_classes[current]
-            for base in self.bases(module, node):
-                if base in self.plugin_classes:
-                    pending.append(base)
-                elif base.split(".")[0] == "vllm" or base in _NO_MEMBER_BASES:
-                    found.append(base)
-                else:
-                    return None
-            if len(node.bases) != len(self.bases(module, node)):
-                return None  # a base written as an expression the import table cannot name
-        return found
+            bases = self.bases(module, node)
+            pending += [base for base in bases if base in self.plugin_classes]
+            yield module, node, [base for base in bases if base not in self.plugin_classes]
 
     def _is_v2_logits(self, name: str) -> bool:
         symbol = self.index.resolve(name)
@@ -934,18 +938,10 @@ class ReleaseCheck:
         base is neither (a class of torch or another library, a name the index cannot resolve to a class)."""
         classes: list[ast.ClassDef] = []
         vllm_bases: list[Symbol] = []
-        pending, seen = [qualname], set()
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            module, node = self.plugin_classes[current]
+        for _module, node, outside in self._walk_lineage(qualname):
             classes.append(node)
-            for base in self.bases(module, node):
-                if base in self.plugin_classes:
-                    pending.append(base)
-                elif base.split(".")[0] == "vllm" and (symbol := self.index.resolve(base)).kind == "class":
+            for base in outside:
+                if base.split(".")[0] == "vllm" and (symbol := self.index.resolve(base)).kind == "class":
                     vllm_bases.append(symbol)
                 elif base not in _NO_MEMBER_BASES:
                     return None
