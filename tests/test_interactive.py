@@ -102,6 +102,12 @@ def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run
     terminal.wait_for(
         "Questions about the scheduler component my_sched", questions("scheduler")["priority_key"]["help"]
     )
+    # The question's input holds its default once drawn: keys sent earlier can reach it before it clears (a busy
+    # machine), and Ctrl-U would then clear nothing.
+    terminal.wait_until(
+        lambda lines: [line.strip() for line in lines if line.strip()][-1] == "priority_key: priority",
+        "priority_key asked with its default",
+    )
     terminal.answer("urgency!")
     # The question is asked again holding the refused answer; keys sent before it is drawn would be lost.
     terminal.wait_until(
