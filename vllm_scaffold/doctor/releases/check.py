@@ -885,7 +885,8 @@ class ReleaseCheck:
                 Place(module, node, None),
                 f"{node.name}, the `{ep.name}` entry point of {LOGITS_GROUP}, {derives}: Model Runner V2 is "
                 f"{self.release}'s only runner, and its loader refuses a class that is not a subclass of "
-                f"{V2_LOGITS_PUBLIC} with ValueError when the front end starts, so no engine of the environment starts",
+                f"{V2_LOGITS_PUBLIC} with ValueError when the front end starts, so no engine of a generation "
+                "model starts in the environment",
                 _V1_LOGITS_FIX,
             )
 
