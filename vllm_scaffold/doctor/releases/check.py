@@ -143,8 +143,8 @@ def _returns_unless(stmt: object, module: Module | None = None) -> bool:
     )
 
 
-# Calls that never return: the code after them does not run.
-_LEAVING_CALLS = frozenset({"skip", "exit", "fail"})
+# Calls that never return, as written (`pytest.skip(...)`, `sys.exit(...)`): the code after them does not run.
+_LEAVING_CALLS = frozenset({("pytest", "skip"), ("pytest", "fail"), ("sys", "exit"), ("os", "_exit")})
 
 
 def _leaves(stmt: ast.stmt) -> bool:
@@ -152,7 +152,9 @@ def _leaves(stmt: ast.stmt) -> bool:
         return True
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
-        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) in _LEAVING_CALLS
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            return (func.value.id, func.attr) in _LEAVING_CALLS
+        return isinstance(func, ast.Name) and func.id in {"exit", "quit"}
     return False
 
 
