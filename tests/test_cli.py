@@ -209,3 +209,15 @@ def test_explain_points_at_a_page_that_ships_in_the_wheel(tmp_path: Path) -> Non
         cited = str(page)
         assert page.is_file() and target in page.parents, cited
         assert page.read_text(encoding="utf-8") == (root / "docs" / "seams" / f"{key}.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("columns", ["60", "200"])
+def test_help_wraps_at_the_terminals_width_not_80(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """click caps help at 80 columns by default; a wide terminal gets long option lines whole. (A process of its
+    own: click's test runner forces 80 columns.)"""
+    monkeypatch.setenv("COLUMNS", columns)
+    command = [sys.executable, "-m", "vllm_scaffold", "new", "--help"]
+    lines = subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    seam_line = next(line for line in lines if line.strip().startswith("seam"))
+    assert seam_line.rstrip().endswith("asked if omitted on a terminal.") == (columns == "200"), seam_line

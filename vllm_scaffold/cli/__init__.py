@@ -22,6 +22,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # click caps help at 80 columns unless told otherwise; the terminal's width (or COLUMNS) decides instead.
+    context_settings={"max_content_width": 10_000},
 )
 
 
