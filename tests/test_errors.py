@@ -61,6 +61,7 @@ CASES = {
     "text answer with a quote": (["new", "general-plugin", "x", "--defaults", "--data", 'description=the "fast" plugin'], "description takes text without a double quote", "--data description="),
     "text answer with a line break": (["new", "general-plugin", "x", "--defaults", "--data", "description=two\nlines"], "description takes text without a line break", "--data description="),
     "text answer too long": (["new", "kv-connector", "x", "--defaults", "--data", "connector_name=" + "A" * 65], "connector_name takes at most 64 characters, got 65", "--data connector_name="),
+    "patch target gone in a release": (["new", "patch", "x", "--defaults", "--data", "target=vllm.v1.sample.sampler:Sampler.forward", "--data", "vllm_range=>=0.31.0"], "has no module vllm.v1.sample.sampler", "narrow the package's vllm range to '>=0.31.0,<=0.33.0'"),
 }  # fmt: skip
 
 

@@ -95,7 +95,12 @@ def test_new_lists_every_seam_grouped_then_asks_name_and_the_seams_questions(run
     terminal.wait_for("Package name")
     terminal.answer("my-sched")
     terminal.wait_for("NAME 'my-sched' is not a valid Python identifier", "e.g. 'my_sched'")
-    terminal.answer("my_sched")
+    # Asked again holding the suggested name, not the refused one: Enter accepts it.
+    terminal.wait_until(
+        lambda lines: [line.strip() for line in lines if line.strip()][-1].endswith("my_sched"),
+        "the package name asked again with the suggested name",
+    )
+    terminal.press("enter")
 
     terminal.wait_for("Questions about the package")
     accept_defaults(terminal, "package")

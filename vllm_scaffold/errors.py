@@ -2,14 +2,16 @@
 
 
 class ScaffoldError(Exception):
-    """Bad input or an unusable project: `problem` says what is wrong, `fix` what to do about it."""
+    """Bad input or an unusable project: `problem` says what is wrong, `fix` what to do about it, and
+    `suggestion` the corrected value the fix proposes, when there is one (a question asked again offers it)."""
 
     exit_code = 2
 
-    def __init__(self, problem: str, fix: str) -> None:
+    def __init__(self, problem: str, fix: str, suggestion: str | None = None) -> None:
         super().__init__(f"{problem}; {fix}")
         self.problem = problem
         self.fix = fix
+        self.suggestion = suggestion
 
 
 class Interrupted(ScaffoldError):

@@ -24,22 +24,28 @@ _RESERVED = frozenset({"vllm", "torch", "triton", "transformers", "pytest", "tes
 def check_identifier(name: str, what: str) -> str:
     """`name` if it can be a lower-case Python module name; a ScaffoldError naming the fix otherwise."""
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        raise ScaffoldError(f"{what} '{name}' is a Python keyword", f"choose another name, e.g. '{name}_plugin'")
+        suggestion = f"{name}_plugin"
+        raise ScaffoldError(
+            f"{what} '{name}' is a Python keyword", f"choose another name, e.g. '{suggestion}'", suggestion
+        )
     if not _IDENTIFIER.match(name):
         suggestion = re.sub(r"[^a-z0-9_]", "_", name.lower()).lstrip("_0123456789") or "my_plugin"
         raise ScaffoldError(
             f"{what} '{name}' is not a valid Python identifier",
             f"use lower-case letters, digits and underscores, starting with a letter, e.g. '{suggestion}'",
+            suggestion,
         )
     if len(name) > MAX_NAME_LENGTH:
         shorter = name[:MAX_NAME_LENGTH].rstrip("_")
         raise ScaffoldError(
             f"{what} '{name}' is {len(name)} characters long, more than the {MAX_NAME_LENGTH} allowed",
             f"choose a shorter name, e.g. '{shorter}'",
+            shorter,
         )
     if name in _RESERVED or name in sys.stdlib_module_names:
+        suggestion = f"{name}_plugin"
         raise ScaffoldError(
-            f"{what} '{name}' would shadow the module '{name}'", f"choose another name, e.g. '{name}_plugin'"
+            f"{what} '{name}' would shadow the module '{name}'", f"choose another name, e.g. '{suggestion}'", suggestion
         )
     return name
 

@@ -135,20 +135,53 @@ def patch_engine_args(target: str, spec: str) -> dict[str, object]:
 def patch_problem(target: str, spec: str) -> str:
     """Why `target` cannot be patched by a package of vLLM range `spec` ("" when it can): it must be a
     function, method, classmethod, staticmethod or property in every verified release of the range, with the
-    same parameters in each (the wrapper is written with exactly those parameters)."""
+    same parameters in each (the wrapper is written with exactly those parameters). The reason names the
+    widest range of consecutive releases (the newest of equals) where it can, to declare instead."""
     from vllm_scaffold import vllm_facts
     from vllm_scaffold.vllm_facts import patch_targets
 
-    shapes: dict[str, str] = {}
-    for version in vllm_facts.checked_in(spec):
+    versions = vllm_facts.checked_in(spec)
+    shapes: dict[str, str | None] = {}  # release -> "kind (parameters)", None where the target is not patchable
+    missing: list[str] = []
+    for version in versions:
         found = patch_targets.describe(vllm_facts.shipped(version), target)
         if isinstance(found, str):
-            return f"{found}: choose a function, method or property every declared release has"
-        shapes[version] = f"{found.kind} ({patch_targets.shape(found.signature)})"
-    if len(set(shapes.values())) > 1:
+            missing.append(found)
+            shapes[version] = None
+        else:
+            shapes[version] = f"{found.kind} ({patch_targets.shape(found.signature)})"
+    if len({shape for shape in shapes.values()}) <= 1 and not missing:
+        return ""
+    if missing:
+        problem = f"{missing[0]}: choose a function, method or property every declared release has"
+    else:
         described = "; ".join(f"{version}: {shape}" for version, shape in shapes.items())
-        return f"{target} differs between the declared releases ({described}): narrow the package's vllm range"
-    return ""
+        problem = f"{target} differs between the declared releases ({described})"
+    narrower = _widest_alike(shapes)
+    if narrower is None:
+        return problem
+    return (
+        f"{problem}, or narrow the package's vllm range to '{narrower}' (new: --data vllm_range='{narrower}', "
+        "asked before the component's questions, so on a terminal press Ctrl-C and start again with it; add: "
+        "the vllm key of [tool.vllm-scaffold])"
+    )
+
+
+def _widest_alike(shapes: dict[str, str | None]) -> str | None:
+    """The longest run of consecutive releases in `shapes` (oldest first) sharing one patchable shape, newest
+    of equal runs, as a specifier; None when no release has one."""
+    runs: list[list[str]] = []
+    previous: str | None = None
+    for version, shape in shapes.items():
+        if shape is not None and shape == previous:
+            runs[-1].append(version)
+        elif shape is not None:
+            runs.append([version])
+        previous = shape
+    if not runs:
+        return None
+    widest = max(reversed(runs), key=len)
+    return f">={widest[0]},<={widest[-1]}"
 
 
 def patch_cover(target: str, spec: str) -> str:

@@ -50,7 +50,7 @@ def asking() -> Iterator[None]:
 
 def ask_text(message: str, check: Callable[[str], object]) -> str:
     """Asks until `check` accepts the answer; each ScaffoldError it raises is shown, then the question again,
-    holding the refused answer for the user to edit."""
+    holding the name its fix suggests (or, without one, the refused answer) for the user to accept or edit."""
     default = ""
     while True:
         with asking():
@@ -59,7 +59,7 @@ def ask_text(message: str, check: Callable[[str], object]) -> str:
             check(answer)
         except ScaffoldError as refusal:
             refuse(str(refusal))
-            default = answer
+            default = refusal.suggestion or answer
             continue
         return answer
 
