@@ -8,6 +8,7 @@ templates live once in `templates/_shared/` and are reached as `{% include "shar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import cache
@@ -233,7 +234,21 @@ def render(
     except (KeyboardInterrupt, EOFError):
         raise Interrupted() from None
     except ValueError as error:  # copier reports failed validators and bad types as ValueError
-        message = " ".join(str(error).split())
-        raise ScaffoldError(message, "pass a valid value with --data KEY=VALUE") from None
+        raise _refused(" ".join(str(error).split()), data) from None
     combined = worker.answers.combined
     return {key: combined[key] for key in questions(template) if key in combined}
+
+
+def _refused(message: str, data: dict[str, Any]) -> ScaffoldError:
+    """Copier's "Validation error for question 'KEY': REASON" in the words the tool's own answer checker uses
+    (`--data KEY=VALUE: REASON`), so that both kinds of refusal read alike."""
+    from vllm_scaffold.generate.answers import AnswerRefused
+
+    found = re.fullmatch(r"Validation error for question '(\w+)': (.*)", message)
+    if found is None:
+        return ScaffoldError(message, "pass a valid value with --data KEY=VALUE")
+    key, reason = found.groups()
+    fix = f"pass another value with --data {key}=..."
+    if key in data:
+        return AnswerRefused(key, str(data[key]), reason, fix)
+    return ScaffoldError(f"{key}: {reason}", fix)
