@@ -27,10 +27,11 @@ def test_register_calls_each_component_once_per_process(monkeypatch: pytest.Monk
     assert calls == ["first.mod", "second.mod"]
 
 
-@pytest.mark.parametrize("target", vllm_plugin.COMPONENT_REGISTRATIONS)
-def test_registration_targets_resolve(target: str) -> None:
-    module_name, _, function_name = target.partition(":")
-    assert callable(getattr(importlib.import_module(module_name), function_name))
+def test_registration_targets_resolve() -> None:
+    # One test over the list, which a package whose components need no registration leaves empty.
+    for target in vllm_plugin.COMPONENT_REGISTRATIONS:
+        module_name, _, function_name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module_name), function_name, None)), target
 
 
 def test_version_check_accepts_installed_vllm_and_warns_on_unverified_releases(
