@@ -185,7 +185,18 @@ class ReleaseIndex:
         return found
 
     def mro(self, symbol: Symbol) -> tuple[list[Symbol], bool]:
-        """(the class and its vLLM ancestors in lookup order, whether every ancestor is known)."""
+        """(the class and its vLLM ancestors in lookup order, whether every ancestor is known). Memoised: a
+        large plugin asks for the same few hundred vLLM classes' ancestry hundreds of thousands of times."""
+        if symbol not in self._mro_memo:
+            self._mro_memo[symbol] = self._mro(symbol)
+        order, complete = self._mro_memo[symbol]
+        return list(order), complete
+
+    @cached_property
+    def _mro_memo(self) -> dict[Symbol, tuple[list[Symbol], bool]]:
+        return {}
+
+    def _mro(self, symbol: Symbol) -> tuple[list[Symbol], bool]:
         order: list[Symbol] = []
         complete = True
         pending = [symbol]
