@@ -22,9 +22,11 @@ from vllm_scaffold.doctor.checks import project as checks_project
 from vllm_scaffold.doctor.checks import versions as checks_versions
 from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.live import probe_ray
+from vllm_scaffold.doctor.proof import chain as proof
 from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
+from vllm_scaffold.doctor.reading.installed import facts as installed_facts
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.releases import check as release_check
 from vllm_scaffold.doctor.report import suppress
@@ -111,7 +113,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.add(checks_code.bad_linear_kernel_kinds(package, index.version))
             report.add(checks_worker_extension.clashes_on(package, index))
             report.add(checks_versions.excluded_by_version(package, index.version))
-            report.findings = suppress.apply(package, report.findings)
+            report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
         return reports
@@ -190,7 +192,8 @@ def diagnose_package(
         if executor == "ray":
             report.live += f"; Ray executor: {_ray_probe(report, ctx)}"
             report.timings["live-ray"] = time.perf_counter() - probe_started - report.timings["live"]
-    report.findings = suppress.apply(package, report.findings)
+    index = installed_facts() if ctx.vllm.present else None
+    report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
     return report
 
 

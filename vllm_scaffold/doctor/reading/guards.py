@@ -191,3 +191,8 @@ def dead_fallbacks(module: Module, resolves: Callable[[str, str | None], bool]) 
             for handler in node.handlers:  # type: ignore[attr-defined]
                 dead.update(id(n) for stmt in handler.body for n in walk_nodes(stmt))
     return dead
+
+
+# The conditions, for readers that walk statements themselves (vllm_scaffold.doctor.proof.loaded).
+is_type_checking = _is_type_checking
+is_version_condition = _is_version_condition

@@ -23,6 +23,19 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True)
+class Link:
+    """One link of a finding's proof (vllm_scaffold.doctor.proof): what must hold for the finding to follow,
+    whether it was shown to (True) or could not be (None), and the evidence either way."""
+
+    claim: str
+    holds: bool | None
+    evidence: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"claim": self.claim, "holds": self.holds, "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
 class Finding:
     severity: Severity
     code: str
@@ -33,11 +46,17 @@ class Finding:
     # Every item a message summarises (each patched attribute, with the call it is reached through), in full:
     # the text report shows the message, --json both.
     details: tuple[str, ...] = ()
+    # The links of its proof, where doctor checked them: an error whose link could not be shown is a warning.
+    chain: tuple[Link, ...] = ()
 
     def __post_init__(self) -> None:
         registered = severity_of(self.code)
-        if registered != self.severity.value:
+        if registered != self.severity.value and not (self.unproven and self.severity is Severity.WARNING):
             raise ValueError(f"doctor code {self.code} is registered as {registered}, reported as {self.severity}")
+
+    @property
+    def unproven(self) -> list[Link]:
+        return [link for link in self.chain if link.holds is None]
 
     @property
     def location(self) -> tuple[str, int | None] | None:
@@ -59,6 +78,10 @@ class Finding:
             data["details"] = list(self.details)
         else:
             del data["details"]
+        if self.chain:
+            data["chain"] = [link.as_json() for link in self.chain]
+        else:
+            del data["chain"]
         return data
 
     @classmethod
@@ -71,6 +94,7 @@ class Finding:
             data["fix"],
             data.get("suppressed"),
             tuple(data.get("details", ())),
+            tuple(Link(link["claim"], link["holds"], link["evidence"]) for link in data.get("chain", ())),
         )
 
 

@@ -1,0 +1,149 @@
+"""Which modules of the package vLLM loads, and how surely: the link "the code runs" of a finding's proof.
+
+vLLM loads a plugin through its entry points; everything else runs only because loaded code imports it. From
+the modules the package's `vllm.*` entry points name (and their parent packages), a module is reached when a
+reached module imports it anywhere in its code (a function body runs when vLLM calls it, and which functions
+vLLM calls is not decided here) or names it in a string (`"pkg.mod.Class"`, `"pkg.mod:func"`: the class paths a
+platform returns and the registration tables general plugins loop over). An import under the importing
+module's own vLLM version condition reaches its module only on the releases that condition selects, which
+doctor does not evaluate: that module is reached under a condition. Imports under `if TYPE_CHECKING:` never
+run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import deque
+from dataclasses import dataclass
+from enum import StrEnum
+
+from vllm_scaffold.doctor.reading.guards import is_type_checking, is_version_condition
+from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
+from vllm_scaffold.doctor.reading.source import resolve_relative
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_VERSION_TEXT = re.compile(r"v?\d+\.\d+(?:\.\d+)?(?:[.+\w]*)")  # "0.9.2", "0.10", "v0.11.0rc1"
+
+
+def _is_release_condition(test: ast.expr) -> bool:
+    """A condition on a release: a version test (`vllm.__version__ >= ...`, `is_version_...`) or any test that
+    compares with or passes a version literal (`is_vllm_equal("0.9.2")`, `is_torch_equal_or_newer("2.6")`)."""
+    if is_version_condition(test):
+        return True
+    return any(
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and _VERSION_TEXT.fullmatch(node.value)
+        for node in walk_nodes(test)
+    )
+
+
+class Reach(StrEnum):
+    REACHED = "reached"
+    CONDITIONAL = "reached only under a version condition"
+    UNREACHED = "not reached"
+
+
+@dataclass(frozen=True)
+class Loading:
+    """How a module is reached, and the evidence: the first import or string that reaches it, or why none does."""
+
+    reach: Reach
+    evidence: str
+
+
+@dataclass(frozen=True)
+class _Edge:
+    target: str
+    where: str  # the import or string that names the target
+    conditional: bool  # under the naming module's own vLLM version condition
+
+
+def _named_modules(package: PluginPackage, text: str) -> list[str]:
+    """The package modules importing `text` runs, parents first (only those the package has)."""
+    parts = text.split(".")
+    return [name for i in range(len(parts)) if (name := ".".join(parts[: i + 1])) in package.modules]
+
+
+def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
+    """Every package module `module` imports or names, with where and whether only under a version condition."""
+    found: list[_Edge] = []
+
+    def add(text: str, node: ast.AST, conditional: bool) -> None:
+        for target in _named_modules(package, text):
+            if target != module.name:
+                found.append(_Edge(target, module.where(node), conditional))
+
+    def visit(statements: list[ast.stmt], conditional: bool) -> None:
+        for stmt in statements:
+            if isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    add(alias.name, stmt, conditional)
+            elif isinstance(stmt, ast.ImportFrom):
+                source = resolve_relative(module, stmt)
+                add(source, stmt, conditional)
+                for alias in stmt.names:
+                    if alias.name != "*":
+                        add(f"{source}.{alias.name}", stmt, conditional)
+            elif isinstance(stmt, ast.If) and is_type_checking(stmt.test):
+                visit(stmt.orelse, conditional)
+                continue
+            inner = conditional or (isinstance(stmt, ast.If) and _is_release_condition(stmt.test))
+            for field in ("body", "orelse", "finalbody"):
+                children = getattr(stmt, field, None)
+                if isinstance(children, list):
+                    visit([child for child in children if isinstance(child, ast.stmt)], inner)
+            for handler in getattr(stmt, "handlers", ()):
+                visit(handler.body, inner)
+            for case in getattr(stmt, "cases", ()):
+                visit(case.body, inner)
+
+    if module.tree is not None:
+        visit(module.tree.body, False)
+    for node in module.of_type(ast.Constant):
+        value = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(value, str) and len(value) < 300 and _DOTTED.fullmatch(text := value.strip().replace(":", ".")):
+            add(text, node, False)
+    return found
+
+
+def loading(package: PluginPackage, vllm_imports: frozenset[str] = frozenset()) -> dict[str, Loading]:
+    """Module name -> how vLLM reaches it, for every module of the package. `vllm_imports`: the names outside
+    vLLM that the checked release's own modules import (`tpu_inference.platforms.TpuPlatform`): vLLM loads
+    those modules itself."""
+    roots = {ep.module for ep in package.project.vllm_entry_points}
+    if not roots:
+        return {name: Loading(Reach.REACHED, "the package has no vLLM entry point") for name in package.modules}
+    roots |= {name for name in vllm_imports if name.split(".")[0] in package.project.packages}
+    edges = {name: _edges(package, module) for name, module in package.modules.items() if module.tree is not None}
+    found: dict[str, Loading] = {}
+    queue: deque[str] = deque()
+    for root in sorted(roots):
+        for name in _named_modules(package, root):
+            if name not in found:
+                found[name] = Loading(Reach.REACHED, f"vLLM loads {root} (an entry point, or vLLM's own import)")
+                queue.append(name)
+    for conditional_pass in (False, True):  # first what runs on every release, then what a condition selects
+        if conditional_pass:
+            queue.extend(found)
+        while queue:
+            current = queue.popleft()
+            for edge in edges.get(current, ()):
+                if edge.target in found or (edge.conditional and not conditional_pass):
+                    continue
+                conditional = conditional_pass and (edge.conditional or found[current].reach is Reach.CONDITIONAL)
+                if conditional:
+                    how = Loading(
+                        Reach.CONDITIONAL,
+                        f"{edge.target} is imported only under the plugin's own vLLM version condition ({edge.where})",
+                    )
+                else:
+                    how = Loading(Reach.REACHED, f"{edge.where} imports or names {edge.target}")
+                for name in _named_modules(package, edge.target):
+                    if name not in found:
+                        found[name] = how
+                        queue.append(name)
+    for name in package.modules:
+        found.setdefault(
+            name, Loading(Reach.UNREACHED, f"nothing the package's vLLM entry points load imports or names {name}")
+        )
+    return found
