@@ -140,25 +140,3 @@ def fetch_wheel(version: str) -> tuple[Path, str]:
         f"vLLM {version} is not indexed and its wheel could not be downloaded ({'; '.join(errors)})",
         f"pass a wheel file or source directory instead, or one of {', '.join(shipped_versions())}",
     )
-
-
-def release(spec: str) -> ReleaseIndex:
-    """The index for `--vllm SPEC`: a shipped release, a wheel or source directory (`VERSION=PATH` names
-    the release of a tree without `vllm/_version.py`), or a version to fetch."""
-    version, _, named = spec.rpartition("=") if "=" in spec else ("", "", spec)
-    path = Path(named)
-    if path.exists():
-        return index_of_source(path, version or None)
-    if spec in shipped_versions():
-        return shipped(spec)
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        Version(spec)
-    except InvalidVersion:
-        raise ScaffoldError(
-            f"--vllm {spec} is neither a vLLM version nor an existing wheel or source directory",
-            f"pass a version such as {shipped_versions()[-1]}, or a path",
-        ) from None
-    wheel, distribution = fetch_wheel(spec)
-    return index_of_source(wheel, spec, distribution)
