@@ -12,9 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from scripts import facts_docs
 from tests.helpers import build_file_tree
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.doctor.checks.code import bad_linear_kernel_kinds
 from vllm_scaffold.doctor.reading.package import PluginPackage
@@ -227,6 +229,8 @@ def test_endpoint_route_gate_follows_the_fact() -> None:
     for version in facts.fact("endpoint-route-order").releases:
         replaces = "replaces vLLM's route" in facts.holding("endpoint-route-order", version).claim
         assert endpoint_routes_replace_core(version) == replaces, version
+    replacing = [v for v in shipped_versions() if endpoint_routes_replace_core(v)]
+    assert vllm_facts.endpoint_routes_replace_core_from() == replacing[0], "a message's lower bound"
 
 
 def test_catalog_and_codes_state_the_claims() -> None:
@@ -487,7 +491,6 @@ def test_no_fact_rests_on_declarations_alone() -> None:
 
 
 def test_which_release_answers_each_way_a_release_is_asked_for(tmp_path: Path) -> None:
-    from vllm_scaffold import vllm_facts
     from vllm_scaffold.vllm_facts import Installed, Named, Origin, Targeted, which_release
 
     newest = shipped_versions()[-1]
@@ -505,3 +508,4 @@ def test_which_release_answers_each_way_a_release_is_asked_for(tmp_path: Path) -
     with pytest.raises(ScaffoldError, match="declares no \\[tool.vllm-scaffold\\] vllm range") as raised:
         which_release(Targeted("", newest, where))
     assert vllm_facts.declared_range() in raised.value.fix, "the example range is the tool's own"
+    assert SpecifierSet(vllm_facts.example_range()).contains(vllm_facts.default_version())

@@ -36,6 +36,7 @@ from vllm_scaffold.vllm_facts.which import (
     declared_range,
     default,
     default_version,
+    example_range,
     kind_of,
     newest,
     range_problem,
@@ -64,6 +65,8 @@ __all__ = [
     "declared_range",
     "default",
     "default_version",
+    "endpoint_routes_replace_core_from",
+    "example_range",
     "endpoint_routes_replace_core",
     "kind_of",
     "newest",
@@ -84,3 +87,9 @@ ENDPOINT_ROUTES_REPLACE_CORE_FROM = (0, 32)
 def endpoint_routes_replace_core(version: str) -> bool:
     """Whether an endpoint plugin's route replaces vLLM's own route of the same path and method."""
     return version_key(version) >= ENDPOINT_ROUTES_REPLACE_CORE_FROM
+
+
+def endpoint_routes_replace_core_from() -> str:
+    """The oldest shipped release whose endpoint plugin routes replace vLLM's own: the lower bound a message
+    tells a plugin to declare."""
+    return next(v for v in shipped_versions() if endpoint_routes_replace_core(v))

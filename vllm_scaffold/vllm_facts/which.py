@@ -60,6 +60,12 @@ def newest() -> str:
     return shipped_versions()[-1]
 
 
+def example_range() -> str:
+    """A one-minor range for messages that show how a specifier is written: the default release's minor."""
+    major, minor = default_version().split(".")[:2]
+    return f">={default_version()},<{major}.{int(minor) + 1}"
+
+
 def api_checked() -> list[str]:
     """Releases verified by the static check only."""
     return [v for v in shipped_versions() if v not in ENGINE_TESTED]
