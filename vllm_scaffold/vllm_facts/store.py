@@ -108,7 +108,9 @@ def index_of_source(source: Path, version: str | None = None, distribution: str 
     for candidate, facts in shipped_releases().items():
         if facts["digest"] == digest:
             return shipped(candidate)
-    cached = cache_root() / "indexes" / f"{digest[:24]}{SUFFIX}"
+    # The format is part of the name: two versions of the tool on one machine keep an index each, rather than
+    # building it again every time the other one wrote it.
+    cached = cache_root() / "indexes" / f"{digest[:24]}-{FORMAT}{SUFFIX}"
     if cached.is_file():
         data = decode(cached)
         if data.get("format") == FORMAT:
