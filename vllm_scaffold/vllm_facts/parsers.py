@@ -9,8 +9,9 @@ vLLM's with what its managers hold after import. A plugin name equal to one of t
 that name (an eager registration is looked up first; a lazy one replaces the entry), so the templates'
 questions and `doctor` refuse them.
 
-Facts true on vLLM 0.31, 0.32 and 0.33 (read from `tool_parsers/abstract_tool_parser.py`,
-`reasoning/abs_reasoning_parsers.py`, the server's launcher and `v1/structured_output/__init__.py`):
+Facts true on every shipped release (read from `tool_parsers/abstract_tool_parser.py`,
+`reasoning/abs_reasoning_parsers.py`, the server's launcher and `v1/structured_output/__init__.py`; facts.toml
+names the releases of each):
 - `--tool-parser-plugin PATH` and `--reasoning-parser-plugin PATH` are imported only when the value is
   longer than `PLUGIN_PATH_MIN_LENGTH` characters (`len(value) > 3`); a shorter value is silently ignored;
 - the API server imports both plugin paths before it validates `--tool-call-parser` and `--reasoning-parser`
