@@ -12,7 +12,8 @@ Against the newest release the tool already ships (the "previous" one), it:
    file keeps its layout); the others are listed for a person to restate;
 3. runs `doctor --vllm VERSION`'s check on every seam's golden package (generated_examples/, tests included);
 4. diffs the registries against the previous release: entry-point groups and registration points that are
-   new, removed or whose signature changed, and the ones the catalog does not classify yet;
+   new, removed or whose signature changed, the in-tree parser names new or gone (read into the index with
+   the rest, so no list is kept by hand), and the ones the catalog does not classify yet;
 5. lists the moves and renamed keywords `migrate` finds between the two releases (every class and function
    of the previous release that left its module for another of the new one);
 6. runs triage's fork fixtures (tests/test_triage.py) with their forks built from the new release's wheel;
@@ -154,6 +155,23 @@ def registry_diff(old: ReleaseIndex, new: ReleaseIndex) -> list[str]:
                 lines.append(f"- changed {kind} `{name}`: `{_signature(old, name)}` -> `{_signature(new, name)}`")
             elif kind == "entry-point group" and before[name] != after[name]:
                 lines.append(f"- changed {kind} `{name}`: {before[name]} -> {after[name]}")
+    return lines
+
+
+def parser_diff(old: ReleaseIndex, new: ReleaseIndex) -> list[str]:
+    """The in-tree tool and reasoning parser names new or gone (read into the index from the release's tables,
+    so the templates and doctor refuse the new ones once scripts/in_tree_names.py runs); a table the new
+    release's sources no longer have is listed, for a person to say where the names live now."""
+    lines = []
+    for kind, before, after in (
+        ("tool parser", old.tool_parsers, new.tool_parsers),
+        ("reasoning parser", old.reasoning_parsers, new.reasoning_parsers),
+    ):
+        if after is None:
+            lines.append(f"- no {kind} table found (vllm_facts/parsers.py names where it was): its names are unknown")
+            continue
+        lines += [f"- new in-tree {kind} `{name}`" for name in sorted(after - (before or frozenset()))]
+        lines += [f"- removed in-tree {kind} `{name}`" for name in sorted((before or frozenset()) - after)]
     return lines
 
 
@@ -308,7 +326,7 @@ def adopt(version: str, path: str) -> Path:
         f"{counts[Severity.INFO]} infos; broken: {', '.join(broken_seams) or 'none'}"
     )
 
-    diff = registry_diff(old, new)
+    diff = registry_diff(old, new) + parser_diff(old, new)
     missing = unclassified(new)
     carried_registries, review = carry_registries(version, previous, old, new)
     body = diff or ["No registry is new, removed or changed."]

@@ -27,8 +27,8 @@ def main(specs: list[str]) -> None:
     for spec in specs:
         version, _, path = spec.partition("=")
         started = time.perf_counter()
-        if path:
-            source, distribution = Path(path), "vllm"
+        if path:  # a shipped release rebuilt from a tree keeps the distribution it was shipped as
+            source, distribution = Path(path), manifest.get(version, {}).get("distribution", "vllm")
         else:
             source, distribution = store.fetch_wheel(version)
         index = store.build_index(source, version, distribution)

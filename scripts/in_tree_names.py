@@ -11,11 +11,13 @@ tool: regenerate the file after adding a release with `python scripts/in_tree_na
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.generate.rendering import templates_root
-from vllm_scaffold.vllm_facts import parsers
+from vllm_scaffold.vllm_facts import ReleaseIndex
 
 DATA_FILE = "in_tree_names.jinja"
 
@@ -28,11 +30,10 @@ REGISTRIES: dict[str, str] = {
     "IN_TREE_ATTENTION_BACKENDS": "attention_backends",
 }
 
-
-# Jinja variable -> release -> the names, for registries the indexes do not list (vllm_facts.parsers).
-FACT_REGISTRIES: dict[str, dict[str, frozenset[str]]] = {
-    "IN_TREE_TOOL_PARSERS": parsers.IN_TREE_TOOL_PARSERS,
-    "IN_TREE_REASONING_PARSERS": parsers.IN_TREE_REASONING_PARSERS,
+# Jinja variable -> the parser names an index lists (vllm_facts.parsers reads them from the release's tables).
+PARSERS: dict[str, Callable[[ReleaseIndex], frozenset[str] | None]] = {
+    "IN_TREE_TOOL_PARSERS": attrgetter("tool_parsers"),
+    "IN_TREE_REASONING_PARSERS": attrgetter("reasoning_parsers"),
 }
 
 
@@ -42,8 +43,8 @@ def names(versions: list[str]) -> dict[str, list[str]]:
         variable: sorted({name for v in versions for name in vllm_facts.shipped(v).registry(registry)})
         for variable, registry in REGISTRIES.items()
     }
-    for variable, by_release in FACT_REGISTRIES.items():
-        found[variable] = sorted({name for v in versions for name in by_release[v]})
+    for variable, listed in PARSERS.items():
+        found[variable] = sorted({name for v in versions for name in listed(vllm_facts.shipped(v)) or ()})
     return found
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.vllm_facts import facts, store
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "adopt_release.py"
@@ -77,3 +78,12 @@ def test_migrate_moves_between_two_releases_are_listed(adopt) -> None:
         in moves
     )
     assert not any("is_quantized_kv_cache" in name for name in gone)
+
+
+def test_parser_names_new_in_a_release_are_listed(adopt) -> None:
+    old, new = store.shipped("0.33.0"), store.shipped("0.34.0")
+    lines = adopt.parser_diff(old, new)
+    assert "- new in-tree tool parser `zaya_xml`" in lines and "- new in-tree reasoning parser `zaya`" in lines
+    assert "- removed in-tree tool parser `musespark1x`" in lines
+    gone = vllm_facts.ReleaseIndex({**new.data, "parsers": {"tool": sorted(new.tool_parsers or ())}})
+    assert adopt.parser_diff(old, gone)[-1].startswith("- no reasoning parser table found")

@@ -12,9 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from scripts import facts_docs
 from tests.helpers import build_file_tree
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.doctor.checks.code import bad_linear_kernel_kinds
 from vllm_scaffold.doctor.reading.package import PluginPackage
@@ -227,6 +229,8 @@ def test_endpoint_route_gate_follows_the_fact() -> None:
     for version in facts.fact("endpoint-route-order").releases:
         replaces = "replaces vLLM's route" in facts.holding("endpoint-route-order", version).claim
         assert endpoint_routes_replace_core(version) == replaces, version
+    replacing = [v for v in shipped_versions() if endpoint_routes_replace_core(v)]
+    assert vllm_facts.endpoint_routes_replace_core_from() == replacing[0], "a message's lower bound"
 
 
 def test_catalog_and_codes_state_the_claims() -> None:
@@ -484,3 +488,24 @@ def test_no_fact_rests_on_declarations_alone() -> None:
     assert not found, "facts whose anchors are declarations only (anchor the code that does it):\n" + "\n".join(found)
     resting = {key for key, fact in facts.facts().items() for h in fact.holds if all(map(declaration_only, h.evidence))}
     assert set(DECLARATION_IS_THE_CLAIM) <= resting, set(DECLARATION_IS_THE_CLAIM) - resting
+
+
+def test_which_release_answers_each_way_a_release_is_asked_for(tmp_path: Path) -> None:
+    from vllm_scaffold.vllm_facts import Installed, Named, Origin, Targeted, which_release
+
+    newest = shipped_versions()[-1]
+    assert which_release(Named(newest)) == vllm_facts.Release(newest, Origin.SHIPPED, vllm_facts.shipped(newest))
+    default = which_release()
+    assert default.origin is Origin.DEFAULT and default.version == vllm_facts.ENGINE_TESTED[-1]
+    assert which_release(Installed(None)) == default, "no vLLM installed: the default's facts"
+    where = tmp_path / "pyproject.toml"
+    assert which_release(Targeted(f">={shipped_versions()[0]}", newest, where)).version == shipped_versions()[-2]
+    with pytest.raises(ScaffoldError, match=f"--base {newest}x is neither a vLLM version") as raised:
+        which_release(Named(f"{newest}x", flag="--base"))
+    assert raised.value.fix == f"pass a version such as {newest}, or a path"
+    with pytest.raises(ScaffoldError, match="--vllm 9.9.9 is not a shipped release"):
+        which_release(Named("9.9.9", fetch=False))
+    with pytest.raises(ScaffoldError, match="declares no \\[tool.vllm-scaffold\\] vllm range") as raised:
+        which_release(Targeted("", newest, where))
+    assert vllm_facts.declared_range() in raised.value.fix, "the example range is the tool's own"
+    assert SpecifierSet(vllm_facts.example_range()).contains(vllm_facts.default_version())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.in_tree_names import DATA_FILE, REGISTRIES, shipped_data
+from scripts.in_tree_names import DATA_FILE, PARSERS, REGISTRIES, shipped_data
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.generate.rendering import questions, templates_root
@@ -111,6 +111,7 @@ def test_shipped_indexes_are_the_declared_releases() -> None:
         assert index.version == version
         assert "vllm.general_plugins" in index.entry_point_groups
         assert all(index.registry(registry) for registry in REGISTRIES.values())
+        assert all(listed(index) for listed in PARSERS.values()), f"{version}'s index names no in-tree parser"
 
 
 @pytest.mark.parametrize(
@@ -150,17 +151,51 @@ def test_an_installed_release_the_tool_ships_uses_the_shipped_index() -> None:
 
 
 def test_parser_names_are_those_the_installed_vllm_registers() -> None:
-    """vllm_facts.parsers lists each checked release's in-tree parser names; the installed release's must match
-    what its managers hold after import, and what the reader finds in its source."""
+    """The index of the installed release lists the in-tree parser names its managers hold after import, and
+    the ones the reader finds in its source tree."""
     pytest.importorskip("vllm")
     import vllm
-    from packaging.version import Version
     from vllm.reasoning import ReasoningParserManager
     from vllm.tool_parsers import ToolParserManager
 
-    version = Version(vllm.__version__).base_version
+    index = installed.facts()
     root = Path(vllm.__file__).parent
-    assert set(ToolParserManager.list_registered()) == parsers.IN_TREE_TOOL_PARSERS[version]
-    assert set(ReasoningParserManager.list_registered()) == parsers.IN_TREE_REASONING_PARSERS[version]
-    assert parsers.read_in_tree(root, parsers.TOOL_PARSER_TABLE) == parsers.IN_TREE_TOOL_PARSERS[version]
-    assert parsers.read_in_tree(root, parsers.REASONING_PARSER_TABLE) == parsers.IN_TREE_REASONING_PARSERS[version]
+    assert set(ToolParserManager.list_registered()) == index.tool_parsers
+    assert set(ReasoningParserManager.list_registered()) == index.reasoning_parsers
+    assert parsers.read_in_tree(root, parsers.TOOL_PARSER_TABLE) == index.tool_parsers
+    assert parsers.read_in_tree(root, parsers.REASONING_PARSER_TABLE) == index.reasoning_parsers
+
+
+def test_parser_names_are_read_from_the_tables_and_left_out_where_there_is_none() -> None:
+    """A release whose sources have no parser table gets no entry for it (None: unknown), not an empty list."""
+    import ast
+
+    tool = ast.parse('_TOOL_PARSERS_TO_REGISTER = {"a": ("a_parser", "A"), "b": ("b_parser", "B")}\n')
+    read = parsers.read_parsers({"vllm.tool_parsers": tool, "vllm.reasoning": ast.parse("OTHER = {}\n")})
+    assert read == {"parsers": {"tool": ["a", "b"]}}
+    index = vllm_facts.ReleaseIndex({"vllm": "0", "modules": {}, **read})
+    assert index.tool_parsers == {"a", "b"} and index.reasoning_parsers is None
+
+
+def test_an_index_cached_in_an_older_format_is_built_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index cached before the parser names were read would name none: its format tells it apart."""
+    from vllm_scaffold.vllm_facts import build, store
+
+    monkeypatch.setenv(store.CACHE_ENV, str(tmp_path / "cache"))
+    tree = tmp_path / "src" / "vllm"
+    (tree / "tool_parsers").mkdir(parents=True)
+    (tree / "__init__.py").write_text("", encoding="utf-8")
+    (tree / "_version.py").write_text('__version__ = "9.0.0"\n', encoding="utf-8")
+    (tree / "tool_parsers" / "__init__.py").write_text(
+        '_TOOL_PARSERS_TO_REGISTER = {"mine": ("mine_parser", "MineParser")}\n', encoding="utf-8"
+    )
+    installed = vllm_facts.which_release(vllm_facts.Installed(tree.parent))
+    assert installed.origin is vllm_facts.Origin.SOURCE and installed.version == "9.0.0"
+    assert installed.index.tool_parsers == {"mine"} and installed.index.reasoning_parsers is None
+    (cached,) = (tmp_path / "cache" / "indexes").iterdir()
+    assert cached.name.endswith(f"-{build.FORMAT}{store.SUFFIX}")
+    stale = {**store.decode(cached), "format": build.FORMAT - 1}
+    del stale["parsers"]
+    cached.write_bytes(store.encode(stale))
+    assert store.index_of_source(tree.parent).tool_parsers == {"mine"}
+    assert store.decode(cached)["format"] == build.FORMAT

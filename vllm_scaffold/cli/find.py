@@ -32,18 +32,10 @@ def command(
 
     with reporting():
         from vllm_scaffold import vllm_facts
-        from vllm_scaffold.errors import ScaffoldError
         from vllm_scaffold.route.find import find
 
-        if release is None:
-            index = vllm_facts.default()
-        elif release in vllm_facts.shipped_versions():
-            index = vllm_facts.shipped(release)
-        else:
-            raise ScaffoldError(
-                f"--vllm {release} is not a shipped release", f"use one of {', '.join(vllm_facts.shipped_versions())}"
-            )
-        answer = find(query, index)
+        asked = None if release is None else vllm_facts.Named(release, fetch=False)
+        answer = find(query, vllm_facts.which_release(asked).index)
     if as_json:
         import json
 

@@ -44,6 +44,7 @@ def command(
 
 
 def _print_seams(seams: list[Seam]) -> None:
+    from vllm_scaffold import vllm_facts
     from vllm_scaffold.terminal import console
 
     # The template column only while some seam has none: "yes" on every row says nothing.
@@ -60,7 +61,7 @@ def _print_seams(seams: list[Seam]) -> None:
         )[: len(headers)]
         for seam in seams
     ]
-    title = "vLLM 0.32 extension seams"
+    title = f"vLLM {vllm_facts.default_version().rpartition('.')[0]} extension seams"
     if len(headers) < len(HEADERS):
         title += " (each has a template: vllm-scaffold new SEAM NAME)"
     if console.out().width >= _narrowest_table(headers, rows):

@@ -30,7 +30,6 @@ from vllm_scaffold import vllm_facts
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project import Project
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
-from vllm_scaffold.vllm_facts.store import version_key
 
 SKIPPED_DIRS = {"build", "dist", "node_modules", "wheels"}
 
@@ -78,22 +77,8 @@ class Migration:
 
 def source_release(project: Project, target: str) -> str:
     """The release the package targets: the newest verified release in its declared range older than `target`."""
-    declared = project.manifest.get("vllm")
-    if not declared:
-        raise ScaffoldError(
-            f"{project.root / 'pyproject.toml'} declares no [tool.vllm-scaffold] vllm range",
-            'declare the vLLM releases the package targets there, e.g. vllm = ">=0.31.0,<0.32"',
-        )
-    problem = vllm_facts.range_problem(str(declared))
-    if problem:
-        raise ScaffoldError(f"pyproject.toml [tool.vllm-scaffold] vllm: {problem}", "fix that value")
-    older = [v for v in vllm_facts.checked_in(str(declared)) if version_key(v) < version_key(target)]
-    if not older:
-        raise ScaffoldError(
-            f"the package's range {declared} holds no verified release older than vLLM {target}",
-            "migrate moves a package to a newer release than the ones it declares",
-        )
-    return older[-1]
+    declared = str(project.manifest.get("vllm") or "")
+    return vllm_facts.which_release(vllm_facts.Targeted(declared, target, project.root / "pyproject.toml")).version
 
 
 def _definition(index: ReleaseIndex, symbol: Symbol) -> Any:
@@ -306,12 +291,6 @@ def plan_migration(root: Path, target: str) -> Migration:
             f"no pyproject.toml in {root}", "run 'vllm-scaffold migrate' in a plugin package, or pass --project DIR"
         )
     project = Project.load(root)
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        Version(target)
-    except InvalidVersion:
-        raise ScaffoldError(f"--vllm {target} is not a vLLM version", "pass a release such as 0.33.0") from None
     source = source_release(project, target)
     releases = Releases(vllm_facts.release(source), vllm_facts.release(target))
     migration = Migration(root, source, target)

@@ -4,8 +4,9 @@ The sources are the `vllm/` package of a wheel (read straight from the zip) or o
 wheel, a checkout, or the installed vLLM). Every module is parsed with `ast`; what a plugin can touch is kept:
 the names each module defines, imports or exports lazily through a module `__getattr__`, each class's bases,
 members, signatures and abstract methods, each function's signature. The in-tree registries, and the points
-through which anything registers with them, are read from the same trees (`registries.py`,
-`registration_points.py`). The index is plain JSON data; `index.py` answers questions about it.
+through which anything registers with them, and the in-tree parser names are read from the same trees
+(`registries.py`, `registration_points.py`, `parsers.py`). The index is plain JSON data; `index.py` answers
+questions about it.
 
 Signatures are strings of comma-separated parameters: `name`, `name=` (has a default), `name:A|B` (the
 annotation's outer type names), `*args`, `**kwargs`, and the markers `/` and `*`. A method's signature starts
@@ -29,8 +30,9 @@ from vllm_scaffold.vllm_facts.syntax import runtime_statements
 
 # 2: registration_points (registration_points.py); 3: a source hash per function and method ("h");
 # 4: per class the instance attributes its methods assign and its __slots__ that "v" does not list ("s"), and
-# whether it sets attributes by computed name ("d").
-FORMAT = 4
+# whether it sets attributes by computed name ("d"); 5: the in-tree tool and reasoning parser names ("parsers",
+# parsers.py), so an index cached before them is built again rather than read as naming none.
+FORMAT = 5
 
 # Hex digits of a definition's source hash kept in the index: enough to tell two versions of one function
 # apart, short enough to keep the index small (one per function and method).
@@ -80,6 +82,7 @@ def _module_name(member: str) -> str:
 
 def build(source: Path, version: str, distribution: str) -> dict:
     """The index of the vLLM sources at `source` (a wheel or a directory), as JSON-ready data."""
+    from vllm_scaffold.vllm_facts.parsers import read_parsers
     from vllm_scaffold.vllm_facts.registries import read_registries
 
     modules: dict[str, dict] = {}
@@ -97,6 +100,7 @@ def build(source: Path, version: str, distribution: str) -> dict:
         "distribution": distribution,
         "modules": modules,
         **read_registries(modules, trees),
+        **read_parsers(trees),
     }
 
 

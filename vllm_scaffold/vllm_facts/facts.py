@@ -19,10 +19,11 @@ from pathlib import Path
 
 from vllm_scaffold.vllm_facts.build import version_of
 from vllm_scaffold.vllm_facts.store import fetch_wheel, version_key
+from vllm_scaffold.vllm_facts.which import default_version
 
 FACTS = Path(__file__).with_name("facts.toml")
-# The release a page's citation numbers lines for first: the newest engine-tested one (vllm_facts.ENGINE_TESTED).
-REFERENCE = "0.32.0"
+# The release a page's citation numbers lines for first: the newest engine-tested one.
+REFERENCE = default_version()
 
 # file (relative to the site-packages root, "vllm/...") -> its text, or None when the release has no such file
 Sources = Callable[[str], "str | None"]

@@ -307,3 +307,21 @@ class ReleaseIndex:
         """Every function and method through which code registers with one of the release's registries
         (`registration_points.py`): symbol -> kind, the containers it fills, the member and points it uses."""
         return self.data.get("registration_points", {})
+
+    # -- parsers -------------------------------------------------------------------------------------------
+
+    @property
+    def tool_parsers(self) -> frozenset[str] | None:
+        """The tool-parser names the release registers itself (`parsers.TOOL_PARSER_TABLE`); None when its
+        sources have no such table."""
+        return self._parsers("tool")
+
+    @property
+    def reasoning_parsers(self) -> frozenset[str] | None:
+        """The reasoning-parser names the release registers itself (`parsers.REASONING_PARSER_TABLE`); None
+        when its sources have no such table."""
+        return self._parsers("reasoning")
+
+    def _parsers(self, kind: str) -> frozenset[str] | None:
+        names = self.data.get("parsers", {}).get(kind)
+        return frozenset(names) if names is not None else None

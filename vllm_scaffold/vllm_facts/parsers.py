@@ -3,13 +3,15 @@
 Both registries are class-level dicts on a manager class, filled lazily: `vllm/tool_parsers/__init__.py` and
 `vllm/reasoning/__init__.py` map each in-tree name to (module, class) in a module-level dict
 (`TOOL_PARSER_TABLE`, `REASONING_PARSER_TABLE`) and call `register_lazy_module` for each entry at import. The
-names are read from those dicts in each release's source (`read_in_tree`); the lists below are the releases
-vllm-scaffold checks, and tests/test_in_tree.py compares them with the installed vLLM. A plugin name
-equal to one of them shadows vLLM's parser of that name (an eager registration is looked up first; a lazy
-one replaces the entry), so the templates' questions and `doctor` refuse them.
+names are read from those dicts in each release's source (`read_parsers`, when its index is built) and kept in
+its index (`ReleaseIndex.tool_parsers`, `.reasoning_parsers`); tests/test_in_tree.py compares the installed
+vLLM's with what its managers hold after import. A plugin name equal to one of them shadows vLLM's parser of
+that name (an eager registration is looked up first; a lazy one replaces the entry), so the templates'
+questions and `doctor` refuse them.
 
-Facts true on vLLM 0.31, 0.32 and 0.33 (read from `tool_parsers/abstract_tool_parser.py`,
-`reasoning/abs_reasoning_parsers.py`, the server's launcher and `v1/structured_output/__init__.py`):
+Facts true on every shipped release (read from `tool_parsers/abstract_tool_parser.py`,
+`reasoning/abs_reasoning_parsers.py`, the server's launcher and `v1/structured_output/__init__.py`; facts.toml
+names the releases of each):
 - `--tool-parser-plugin PATH` and `--reasoning-parser-plugin PATH` are imported only when the value is
   longer than `PLUGIN_PATH_MIN_LENGTH` characters (`len(value) > 3`); a shorter value is silently ignored;
 - the API server imports both plugin paths before it validates `--tool-call-parser` and `--reasoning-parser`
@@ -29,6 +31,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from vllm_scaffold.vllm_facts import store
+
 TOOL_PARSER_MANAGER = "vllm.tool_parsers.abstract_tool_parser.ToolParserManager"
 REASONING_PARSER_MANAGER = "vllm.reasoning.abs_reasoning_parsers.ReasoningParserManager"
 TOOL_PARSER_BASE = "vllm.tool_parsers.abstract_tool_parser.ToolParser"
@@ -43,445 +47,51 @@ PLUGIN_PATH_FLAGS = ("--tool-parser-plugin", "--reasoning-parser-plugin")
 TOOL_PARSER_TABLE = ("tool_parsers/__init__.py", "_TOOL_PARSERS_TO_REGISTER")
 REASONING_PARSER_TABLE = ("reasoning/__init__.py", "_REASONING_PARSERS_TO_REGISTER")
 
-# release -> the names vLLM registers itself.
-IN_TREE_TOOL_PARSERS: dict[str, frozenset[str]] = {
-    "0.31.0": frozenset(
-        [
-            "apertus",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_v3",
-            "deepseek_v31",
-            "deepseek_v32",
-            "deepseek_v4",
-            "deepseek_v41",
-            "dots",
-            "ernie45",
-            "functiongemma",
-            "gemma4",
-            "gigachat3",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite-20b-fc",
-            "granite4",
-            "hermes",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "internlm",
-            "jamba",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "lfm2",
-            "ling3",
-            "llama3_json",
-            "llama4_json",
-            "llama4_pythonic",
-            "longcat",
-            "mimo",
-            "minicpm5",
-            "minimax_m2",
-            "minimax_m3",
-            "mistral",
-            "muse_glimmer",
-            "olmo3",
-            "openai",
-            "phi4_mini_json",
-            "poolside_v1",
-            "pythonic",
-            "qwen3_coder",
-            "qwen3_xml",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "xlam",
-        ]
-    ),
-    "0.32.0": frozenset(
-        [
-            "apertus",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_v3",
-            "deepseek_v31",
-            "deepseek_v32",
-            "deepseek_v4",
-            "deepseek_v41",
-            "dots",
-            "ernie45",
-            "functiongemma",
-            "gemma4",
-            "gigachat3",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite-20b-fc",
-            "granite4",
-            "hermes",
-            "hf",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "internlm",
-            "jamba",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "lfm2",
-            "ling3",
-            "llama3_json",
-            "llama4_json",
-            "llama4_pythonic",
-            "longcat",
-            "mimo",
-            "minicpm5",
-            "minimax_m2",
-            "minimax_m3",
-            "mistral",
-            "muse_glimmer",
-            "olmo3",
-            "openai",
-            "phi4_mini_json",
-            "plamo3",
-            "poolside_v1",
-            "pythonic",
-            "qwen3_coder",
-            "qwen3_json",
-            "qwen3_xml",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "xlam",
-        ]
-    ),
-    "0.33.0": frozenset(
-        [
-            "apertus",
-            "beam",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_v3",
-            "deepseek_v31",
-            "deepseek_v32",
-            "deepseek_v4",
-            "deepseek_v41",
-            "dots",
-            "ernie45",
-            "functiongemma",
-            "gemma4",
-            "gigachat3",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite-20b-fc",
-            "granite4",
-            "hermes",
-            "hf",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "internlm",
-            "jamba",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "lfm2",
-            "ling3",
-            "llama3_json",
-            "llama4_json",
-            "llama4_pythonic",
-            "longcat",
-            "mimo",
-            "minicpm5",
-            "minimax_m2",
-            "minimax_m3",
-            "mistral",
-            "muse",
-            "muse_glimmer",
-            "musespark1x",
-            "olmo3",
-            "openai",
-            "phi4_mini_json",
-            "plamo3",
-            "poolside_v1",
-            "pythonic",
-            "qwen3_coder",
-            "qwen3_json",
-            "qwen3_xml",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "step5",
-            "xlam",
-        ]
-    ),
-    "0.34.0": frozenset(
-        [
-            "apertus",
-            "beam",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_v3",
-            "deepseek_v31",
-            "deepseek_v32",
-            "deepseek_v4",
-            "deepseek_v41",
-            "dots",
-            "ernie45",
-            "functiongemma",
-            "gemma4",
-            "gigachat3",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite-20b-fc",
-            "granite4",
-            "granite_toolcall_parser",
-            "hermes",
-            "hf",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "internlm",
-            "jamba",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "lfm2",
-            "ling3",
-            "llama3_json",
-            "llama4_json",
-            "llama4_pythonic",
-            "longcat",
-            "mimo",
-            "minicpm5",
-            "minimax_m2",
-            "minimax_m3",
-            "mistral",
-            "muse",
-            "muse_glimmer",
-            "musespark",
-            "olmo3",
-            "openai",
-            "phi4_mini_json",
-            "plamo3",
-            "poolside_v1",
-            "pythonic",
-            "qwen3_coder",
-            "qwen3_json",
-            "qwen3_xml",
-            "ripple",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "step5",
-            "xlam",
-            "zaya",
-            "zaya_xml",
-        ]
-    ),
-}
-IN_TREE_REASONING_PARSERS: dict[str, frozenset[str]] = {
-    "0.31.0": frozenset(
-        [
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_r1",
-            "deepseek_v3",
-            "deepseek_v4",
-            "deepseek_v41",
-            "ernie45",
-            "gemma4",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite_thinking_parser",
-            "holo2",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "ling3",
-            "mimo",
-            "minimax_m2",
-            "minimax_m2_append_think",
-            "minimax_m3",
-            "mistral",
-            "muse_glimmer",
-            "nemotron_v3",
-            "olmo3",
-            "openai_gptoss",
-            "poolside_v1",
-            "qwen3",
-            "seed_oss",
-            "step3",
-            "step3p5",
-        ]
-    ),
-    "0.32.0": frozenset(
-        [
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_r1",
-            "deepseek_v3",
-            "deepseek_v4",
-            "deepseek_v41",
-            "ernie45",
-            "gemma4",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite_thinking_parser",
-            "hf",
-            "holo2",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "ling3",
-            "mimo",
-            "minicpmv",
-            "minimax_m2",
-            "minimax_m2_append_think",
-            "minimax_m3",
-            "mistral",
-            "muse_glimmer",
-            "nemotron_v3",
-            "olmo3",
-            "openai_gptoss",
-            "plamo3",
-            "poolside_v1",
-            "qwen3",
-            "seed_oss",
-            "step3",
-            "step3p5",
-        ]
-    ),
-    "0.33.0": frozenset(
-        [
-            "beam",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_r1",
-            "deepseek_v3",
-            "deepseek_v4",
-            "deepseek_v41",
-            "ernie45",
-            "gemma4",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite_thinking_parser",
-            "hf",
-            "holo2",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "ling3",
-            "mimo",
-            "minicpmv",
-            "minimax_m2",
-            "minimax_m2_append_think",
-            "minimax_m3",
-            "mistral",
-            "muse",
-            "muse_glimmer",
-            "musespark1x",
-            "nemotron_v3",
-            "olmo3",
-            "openai_gptoss",
-            "plamo3",
-            "poolside_v1",
-            "qwen3",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "step5",
-        ]
-    ),
-    "0.34.0": frozenset(
-        [
-            "beam",
-            "cohere_command3",
-            "cohere_command4",
-            "deepseek_r1",
-            "deepseek_v3",
-            "deepseek_v4",
-            "deepseek_v41",
-            "ernie45",
-            "gemma4",
-            "glm45",
-            "glm47",
-            "granite",
-            "granite_thinking_parser",
-            "hf",
-            "holo2",
-            "hunyuan_a13b",
-            "hy_v3",
-            "hy_v4",
-            "inkling",
-            "k2_horizon",
-            "kimi_k2",
-            "kimi_k3",
-            "ling3",
-            "mimo",
-            "minicpmv",
-            "minimax_m2",
-            "minimax_m2_append_think",
-            "minimax_m3",
-            "mistral",
-            "muse",
-            "muse_glimmer",
-            "musespark",
-            "nemotron_v3",
-            "olmo3",
-            "openai_gptoss",
-            "plamo3",
-            "poolside_v1",
-            "qwen3",
-            "ripple",
-            "seed_oss",
-            "step3",
-            "step3p5",
-            "step5",
-            "zaya",
-        ]
-    ),
-}
+# The tables by kind, as the index keeps them: "parsers" -> kind -> sorted names (a kind is left out where the
+# release's sources have no table of it).
+TABLES = {"tool": TOOL_PARSER_TABLE, "reasoning": REASONING_PARSER_TABLE}
+
+
+def read_parsers(trees: dict[str, ast.Module]) -> dict[str, dict[str, list[str]]]:
+    """The index's entry for the in-tree parser names of a release's parsed modules (name -> syntax tree)."""
+    found = {}
+    for kind, table in TABLES.items():
+        tree = trees.get(_module_of(table))
+        if tree is not None and (names := table_names(tree, table)) is not None:
+            found[kind] = sorted(names)
+    return {"parsers": found}
 
 
 def in_tree_tool_parsers() -> frozenset[str]:
-    """Every tool-parser name a checked release registers itself."""
-    return frozenset().union(*IN_TREE_TOOL_PARSERS.values())
+    """Every tool-parser name a shipped release registers itself."""
+    return frozenset().union(*(store.shipped(v).tool_parsers or () for v in store.shipped_versions()))
 
 
 def in_tree_reasoning_parsers() -> frozenset[str]:
-    """Every reasoning-parser name a checked release registers itself."""
-    return frozenset().union(*IN_TREE_REASONING_PARSERS.values())
+    """Every reasoning-parser name a shipped release registers itself."""
+    return frozenset().union(*(store.shipped(v).reasoning_parsers or () for v in store.shipped_versions()))
 
 
 def read_in_tree(vllm_root: Path, table: tuple[str, str]) -> frozenset[str]:
     """The names of `table` (TOOL_PARSER_TABLE or REASONING_PARSER_TABLE) in the vLLM source tree `vllm_root`."""
     path, variable = table
-    tree = ast.parse((vllm_root / path).read_text(encoding="utf-8"))
+    names = table_names(ast.parse((vllm_root / path).read_text(encoding="utf-8")), table)
+    if names is None:
+        raise LookupError(f"{variable} not found in {vllm_root / path}")
+    return names
+
+
+def table_names(tree: ast.Module, table: tuple[str, str]) -> frozenset[str] | None:
+    """The keys of `table`'s dict in its module's syntax tree, None when the module does not define it."""
+    variable = table[1]
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
         if isinstance(target, ast.Name) and target.id == variable and isinstance(node.value, ast.Dict):
             return frozenset(key.value for key in node.value.keys if isinstance(key, ast.Constant))
-    raise LookupError(f"{variable} not found in {vllm_root / path}")
+    return None
+
+
+def _module_of(table: tuple[str, str]) -> str:
+    """The module name of the file `table` names ("tool_parsers/__init__.py" -> "vllm.tool_parsers")."""
+    parts = ["vllm", *table[0].removesuffix(".py").split("/")]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

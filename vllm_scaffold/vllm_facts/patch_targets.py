@@ -103,18 +103,19 @@ class Callers:
 
 @cache
 def callers() -> tuple[Callers, ...]:
-    data = tomllib.loads(CALLERS.read_text(encoding="utf-8"))
-    return tuple(
-        Callers(
-            entry["code"],
-            tuple(entry["releases"]),
-            entry["reached_in"],
-            entry["why"],
-            dict(entry.get("engine_args", {})),
-            tuple(Evidence(**e) for e in entry.get("evidence", ())),
-            tuple(entry.get("importers", ())),
-        )
-        for entry in data["callers"]
+    return tuple(map(_callers, tomllib.loads(CALLERS.read_text(encoding="utf-8"))["callers"]))
+
+
+def _callers(entry: dict) -> Callers:
+    """One `[[callers]]` table as patch_callers.toml writes it."""
+    return Callers(
+        entry["code"],
+        tuple(entry["releases"]),
+        entry["reached_in"],
+        entry["why"],
+        dict(entry.get("engine_args", {})),
+        tuple(Evidence(**e) for e in entry.get("evidence", ())),
+        tuple(entry.get("importers", ())),
     )
 
 

@@ -108,7 +108,9 @@ def index_of_source(source: Path, version: str | None = None, distribution: str 
     for candidate, facts in shipped_releases().items():
         if facts["digest"] == digest:
             return shipped(candidate)
-    cached = cache_root() / "indexes" / f"{digest[:24]}{SUFFIX}"
+    # The format is part of the name: two versions of the tool on one machine keep an index each, rather than
+    # building it again every time the other one wrote it.
+    cached = cache_root() / "indexes" / f"{digest[:24]}-{FORMAT}{SUFFIX}"
     if cached.is_file():
         data = decode(cached)
         if data.get("format") == FORMAT:
@@ -140,25 +142,3 @@ def fetch_wheel(version: str) -> tuple[Path, str]:
         f"vLLM {version} is not indexed and its wheel could not be downloaded ({'; '.join(errors)})",
         f"pass a wheel file or source directory instead, or one of {', '.join(shipped_versions())}",
     )
-
-
-def release(spec: str) -> ReleaseIndex:
-    """The index for `--vllm SPEC`: a shipped release, a wheel or source directory (`VERSION=PATH` names
-    the release of a tree without `vllm/_version.py`), or a version to fetch."""
-    version, _, named = spec.rpartition("=") if "=" in spec else ("", "", spec)
-    path = Path(named)
-    if path.exists():
-        return index_of_source(path, version or None)
-    if spec in shipped_versions():
-        return shipped(spec)
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        Version(spec)
-    except InvalidVersion:
-        raise ScaffoldError(
-            f"--vllm {spec} is neither a vLLM version nor an existing wheel or source directory",
-            f"pass a version such as {shipped_versions()[-1]}, or a path",
-        ) from None
-    wheel, distribution = fetch_wheel(spec)
-    return index_of_source(wheel, spec, distribution)

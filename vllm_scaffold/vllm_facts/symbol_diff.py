@@ -15,10 +15,9 @@ or removed is one symbol; its methods come with it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from vllm_scaffold.vllm_facts.syntax import is_type_checking
+from vllm_scaffold.vllm_facts.syntax import runtime_statements
 
 FUNCTION = "function"
 CLASS = "class"
@@ -79,12 +78,12 @@ def parse(text: str) -> ast.Module | None:
 def definitions(tree: ast.Module) -> dict[str, Definition]:
     """Every symbol of a module, by key, in source order."""
     found: dict[str, list[tuple[str, ast.AST]]] = {}
-    for stmt in _top_level(_without_docstring(tree.body)):
+    for stmt in runtime_statements(_without_docstring(tree.body)):
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             found.setdefault(stmt.name, []).append((FUNCTION, stmt))
         elif isinstance(stmt, ast.ClassDef):
             found.setdefault(stmt.name, []).append((CLASS, stmt))
-            for member in _class_statements(stmt.body):
+            for member in runtime_statements(stmt.body):
                 if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
                     found.setdefault(f"{stmt.name}.{member.name}", []).append((METHOD, member))
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
@@ -154,7 +153,9 @@ def import_time_names(tree: ast.Module) -> set[str]:
     read: set[str] = set()
     called: set[str] = set()
     functions = {
-        stmt.name: stmt for stmt in _top_level(tree.body) if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+        stmt.name: stmt
+        for stmt in runtime_statements(tree.body)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
     }
 
     def visit(node: ast.AST, names: set[str]) -> None:
@@ -170,7 +171,7 @@ def import_time_names(tree: ast.Module) -> set[str]:
         for child in ast.iter_child_nodes(node):
             visit(child, names)
 
-    for stmt in _top_level(tree.body):
+    for stmt in runtime_statements(tree.body):
         if not isinstance(stmt, ast.Import | ast.ImportFrom):
             visit(stmt, read)
     followed: set[str] = set()
@@ -197,25 +198,6 @@ def _local_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
     return names - declared
-
-
-def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    for stmt in body:
-        if isinstance(stmt, ast.If):
-            if not is_type_checking(stmt.test):
-                yield from _top_level(stmt.body)
-            yield from _top_level(stmt.orelse)
-        elif isinstance(stmt, ast.Try):
-            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
-                yield from _top_level(block)
-        elif isinstance(stmt, ast.With):
-            yield from _top_level(stmt.body)
-        else:
-            yield stmt
-
-
-def _class_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    yield from _top_level(body)
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

@@ -1,5 +1,5 @@
-"""Which statements of a parsed vLLM module run: shared by the index reader (`build.py`) and the readers of
-registries (`registration_points.py`)."""
+"""Which statements of a parsed vLLM module run: shared by the index reader (`build.py`), the readers of
+registries (`registration_points.py`) and the comparison of two versions of a module (`symbol_diff.py`)."""
 
 from __future__ import annotations
 
