@@ -30,12 +30,12 @@ class GuardKind(StrEnum):
 @dataclass(frozen=True)
 class Guard:
     kind: GuardKind
-    node: ast.Try | ast.If | ast.With  # the guarding statement
+    node: ast.Try | ast.TryStar | ast.If | ast.With  # the guarding statement
 
     def consequence(self, module: Module) -> str:
         """What runs instead on a vLLM where the guarded code fails, in words."""
         where = module.where(self.node)
-        if isinstance(self.node, ast.Try):
+        if isinstance(self.node, ast.Try | ast.TryStar):
             handler = self.node.handlers[0] if self.node.handlers else None
             instead = f"the except branch at {module.where(handler)} runs instead" if handler else "it is skipped"
             body = _describe(self.node.body)

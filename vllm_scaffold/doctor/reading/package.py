@@ -7,7 +7,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.project import EntryPoint, PluginProject
@@ -53,7 +53,7 @@ class Module:
     @overload
     def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]: ...
 
-    def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]:
+    def of_type(self, *kinds: type[ast.AST]) -> list[Any]:
         """The nodes of exactly these classes (no subclasses), in walk order; each selection listed once."""
         by_type, positions = self._by_type
         if len(kinds) == 1:

@@ -135,8 +135,8 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
         skipped = in_annotations(other)
         attribute_heads = {id(n.value) for n in other.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
         allowed = set(attribute_heads)
-        for n in other.of_type(ast.ClassDef):
-            allowed.update(id(b) for b in n.bases)
+        for cls in other.of_type(ast.ClassDef):
+            allowed.update(id(b) for b in cls.bases)
         for n in walk_nodes(other.tree):
             if isinstance(n, ast.Name) and n.id in names:
                 if id(n) not in allowed | skipped:

@@ -90,12 +90,12 @@ def _branch_calls(module: Module) -> dict[int, list[ast.Call]]:
                 continue
             sides = []
             for branch in (node.body, node.orelse):
-                calls: dict[str, list[ast.Call]] = {}
+                by_text: dict[str, list[ast.Call]] = {}
                 for stmt in branch:
                     for n in walk_nodes(stmt):
                         if isinstance(n, ast.Call):
-                            calls.setdefault(ast.unparse(n.func), []).append(n)
-                sides.append(calls)
+                            by_text.setdefault(ast.unparse(n.func), []).append(n)
+                sides.append(by_text)
             for mine, theirs in ((sides[0], sides[1]), (sides[1], sides[0])):
                 for text, calls in mine.items():
                     for call in calls:
