@@ -156,20 +156,19 @@ def _callees(
                 if (imported := package.modules.get(name)) is not None and imported.tree is not None:
                     yield imported, imported.tree, IMPORT + name, frozenset()
         elif isinstance(child, ast.Call):
-            callee = qualified(child.func, table)
-            if callee is None:
+            called = qualified(child.func, table)
+            if called is None:
                 continue
-            name = callee
-            if name in _IMPORT_CALLS and child.args and isinstance(child.args[0], ast.Constant):
+            if called in _IMPORT_CALLS and child.args and isinstance(child.args[0], ast.Constant):
                 text = child.args[0].value
                 for dotted in _with_parents(text) if isinstance(text, str) else ():
                     if (imported := package.modules.get(dotted)) is not None and imported.tree is not None:
                         yield imported, imported.tree, IMPORT + dotted, frozenset()
                 continue
-            local = function(module, name) if "." not in name else None
+            local = function(module, called) if "." not in called else None
             if local is not None:
                 yield module, local, local.name, _literal_arguments(child, local)
-            elif (found := _resolve(package, name)) is not None:
+            elif (found := _resolve(package, called)) is not None:
                 yield found[0], found[1], found[1].name, _literal_arguments(child, found[1])
         elif isinstance(child, ast.Constant) and isinstance(child.value, str) and ":" in child.value:
             if (found := _resolve(package, child.value)) is not None:
