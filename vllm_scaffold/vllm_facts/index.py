@@ -169,15 +169,66 @@ class ReleaseIndex:
             return Symbol("module", qualname, module=f"{module}.{name}")
         return Symbol(MISSING, qualname)
 
+    # -- what the index records, by name (the data's one-letter keys are read only here) --------------------
+
+    def imports_in(self, module: str) -> dict[str, str]:
+        """Name -> the qualified name a module imports under it (its re-exports)."""
+        return self.modules.get(module, {}).get("i", {})
+
+    def lazy_exports(self, module: str) -> dict[str, str] | None:
+        """Name -> what a module's `__getattr__` serves under it; None when the module has no such table."""
+        return self.modules.get(module, {}).get("l")
+
+    def star_imports(self, module: str) -> list[str]:
+        return self.modules.get(module, {}).get("s", [])
+
+    def module_names(self, module: str) -> frozenset[str] | None:
+        """Every name `from module import NAME` can take; None when the module resolves names the index cannot
+        list (a star import, or a `__getattr__` without a table); empty for a module the index lacks."""
+        entry = self.modules.get(module)
+        if entry is None:
+            return frozenset()
+        if entry.get("s") or ("__getattr__" in entry.get("f", {}) and "l" not in entry):
+            return None
+        return frozenset(name for key in ("c", "f", "n", "i", "l") for name in entry.get(key, ()))
+
+    def classes(self) -> list[Symbol]:
+        """Every class the release defines, module by module."""
+        return [
+            Symbol("class", f"{module}.{name}", module, name)
+            for module, entry in self.modules.items()
+            for name in entry.get("c", {})
+        ]
+
+    def function_text(self, symbol: Symbol) -> str:
+        """A module-level function's signature, as the index writes it."""
+        return self.modules[symbol.module]["f"][symbol.name]
+
+    def source_hash(self, symbol: Symbol) -> str:
+        """The hash of a function's or member's source ("" when not recorded)."""
+        return self.modules[symbol.module].get("h", {}).get(symbol.name, "")
+
     # -- classes -------------------------------------------------------------------------------------------
 
     def class_entry(self, symbol: Symbol) -> dict:
         return self.modules[symbol.module]["c"][symbol.name]
 
+    def methods(self, symbol: Symbol) -> dict[str, str]:
+        """Name -> signature of every method and property the class itself defines."""
+        return self.class_entry(symbol).get("m", {})
+
+    def declared_bases(self, symbol: Symbol) -> list[str]:
+        """The class's bases as written, qualified: vLLM's and those outside it (`enum.Enum`, `abc.ABC`)."""
+        return self.class_entry(symbol).get("b", [])
+
+    def registered_name(self, symbol: Symbol) -> str:
+        """The name a custom op's class registers under ("" when none)."""
+        return self.class_entry(symbol).get("r", "")
+
     def bases(self, symbol: Symbol) -> list[Symbol]:
         """The class's direct bases as symbols (`unknown` for a base outside vLLM)."""
         found = []
-        for base in self.class_entry(symbol).get("b", []):
+        for base in self.declared_bases(symbol):
             if base in _EMPTY_BASES:
                 continue
             resolved = self.resolve(base) if base.startswith("vllm.") else Symbol("unknown", base)
@@ -269,7 +320,7 @@ class ReleaseIndex:
         """A function's signature, a class's constructor (None when generated or not written in vLLM), or a
         member method's (`symbol.kind == "member"`)."""
         if symbol.kind == "function":
-            return Signature.parse(self.modules[symbol.module]["f"][symbol.name])
+            return Signature.parse(self.function_text(symbol))
         if symbol.kind == "class":
             if self.class_entry(symbol).get("g"):
                 return None
@@ -279,7 +330,8 @@ class ReleaseIndex:
             return Signature.parse(text).bound()
         if symbol.kind == "member":
             class_name, _, member = symbol.name.rpartition(".")
-            text = self.modules[symbol.module]["c"][class_name].get("m", {}).get(member)
+            owner = Symbol("class", f"{symbol.module}.{class_name}", symbol.module, class_name)
+            text = self.methods(owner).get(member)
             return Signature.parse(text) if text is not None else None
         return None
 

@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.vllm_facts.facts import Evidence
-from vllm_scaffold.vllm_facts.index import ReleaseIndex
+from vllm_scaffold.vllm_facts.index import ReleaseIndex, Symbol
 
 # Kinds a patch can wrap, by the index's signature decorator ("" is a plain function or method).
 PATCHABLE = ("function", "method", "classmethod", "staticmethod", "property")
@@ -51,17 +51,16 @@ def describe(index: ReleaseIndex, target: str) -> TargetFacts | str:
         return f"vLLM {index.version} has no module {module}"
     symbol = index.resolve(f"{module}.{qualname}")
     if symbol.kind == "function":
-        entry = index.modules[symbol.module]
-        source = entry.get("h", {}).get(symbol.name, "")
-        return TargetFacts("function", entry["f"][symbol.name], source, f"{symbol.module}.{symbol.name}")
+        source = index.source_hash(symbol)
+        return TargetFacts("function", index.function_text(symbol), source, f"{symbol.module}.{symbol.name}")
     if symbol.kind == "member":
         class_name, _, member = symbol.name.rpartition(".")
-        entry = index.modules[symbol.module]
-        text = entry["c"][class_name].get("m", {}).get(member)
+        owner = Symbol("class", f"{symbol.module}.{class_name}", symbol.module, class_name)
+        text = index.methods(owner).get(member)
         if text is None:
             return f"{target} is an attribute in vLLM {index.version}, not a function, method or property"
         kind = _MEMBER_KINDS[text[1] if text.startswith("@") else ""]
-        return TargetFacts(kind, text, entry.get("h", {}).get(symbol.name, ""), f"{symbol.module}.{symbol.name}")
+        return TargetFacts(kind, text, index.source_hash(symbol), f"{symbol.module}.{symbol.name}")
     if symbol.kind == "missing":
         return f"vLLM {index.version} has no {qualname} in {module}"
     if symbol.kind == "class":

@@ -160,8 +160,7 @@ def _candidates(module: _Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncF
 
 
 def read_registration_points(index: ReleaseIndex, trees: dict[str, ast.Module]) -> dict[str, dict]:
-    modules = index.modules
-    parsed = {name: _Module(name, tree, modules.get(name, {}).get("i", {})) for name, tree in trees.items()}
+    parsed = {name: _Module(name, tree, index.imports_in(name)) for name, tree in trees.items()}
     instances: dict[str, list[str]] = {}  # qualified class -> its module-level instances
     for module in parsed.values():
         for instance, cls in module.instances():

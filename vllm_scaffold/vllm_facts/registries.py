@@ -61,7 +61,7 @@ def _constant(index: ReleaseIndex, trees: dict[str, ast.Module], module: str, ex
         return expr.value
     if not isinstance(expr, ast.Name):
         return None
-    target = index.modules.get(module, {}).get("i", {}).get(expr.id)
+    target = index.imports_in(module).get(expr.id)
     if target:
         owner, _, name = target.rpartition(".")
         if owner in trees:
@@ -183,9 +183,8 @@ def _custom_ops(index: ReleaseIndex) -> dict[str, str]:
         return result
 
     ops: dict[str, str] = {}
-    for module, entry in index.modules.items():
-        for name, cls in entry.get("c", {}).items():
-            symbol = Symbol("class", f"{module}.{name}", module=module, name=name)
-            if is_op(symbol) and name not in _OP_ROOTS:
-                ops[name] = ops.get(name) or cls.get("r", "")
+    for symbol in index.classes():
+        name = symbol.name
+        if is_op(symbol) and name not in _OP_ROOTS:
+            ops[name] = ops.get(name) or index.registered_name(symbol)
     return dict(sorted(ops.items()))

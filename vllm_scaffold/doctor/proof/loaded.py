@@ -18,9 +18,10 @@ from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
 
-from vllm_scaffold.doctor.reading.guards import is_type_checking, is_version_condition
+from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import resolve_relative
+from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _VERSION_TEXT = re.compile(r"v?\d+\.\d+(?:\.\d+)?(?:[.+\w]*)")  # "0.9.2", "0.10", "v0.11.0rc1"

@@ -122,14 +122,7 @@ def vllm_module_exists(module: str) -> bool:
 
 def vllm_module_names(module: str) -> frozenset[str] | None:
     """Names a `from module import NAME` can take, or None when the module resolves names lazily."""
-    index = facts()
-    entry = index.modules.get(module)
-    if entry is None:
-        return frozenset()
-    if entry.get("s") or ("__getattr__" in entry.get("f", {}) and "l" not in entry):
-        return None
-    keys = ("c", "f", "n", "i", "l")
-    return frozenset(name for key in keys for name in entry.get(key, ()))
+    return facts().module_names(module)
 
 
 def in_tree_model_architectures() -> frozenset[str]:

@@ -4,14 +4,20 @@ as ASTs once."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar, cast, overload
 
 from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.project import EntryPoint, PluginProject
 from vllm_scaffold.project.model import ProjectView
 
 DeclaredEntryPoint = EntryPoint  # the name the checks use
+T = TypeVar("T")
+N = TypeVar("N", bound=ast.AST)
+N2 = TypeVar("N2", bound=ast.AST)
+N3 = TypeVar("N3", bound=ast.AST)
 
 
 @dataclass
@@ -27,29 +33,44 @@ class Module:
     # by vllm_scaffold.doctor.reading.source: a large plugin is walked once, not once per check.
     memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
+    def memoised(self, key: str, build: Callable[[], T]) -> T:
+        """What `build` returns, computed once per module and kept under `key` (each key holds one type)."""
+        if key not in self.memo:
+            self.memo[key] = build()
+        return cast(T, self.memo[key])
+
     @property
     def nodes(self) -> list[ast.AST]:
         """Every node of the tree (ast.walk order), listed once."""
-        if "nodes" not in self.memo:
-            self.memo["nodes"] = walk_nodes(self.tree) if self.tree is not None else []
-        return self.memo["nodes"]  # type: ignore[return-value]
+        return self.memoised("nodes", lambda: walk_nodes(self.tree) if self.tree is not None else [])
 
-    def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]:
+    @overload
+    def of_type(self, kind: type[N], /) -> list[N]: ...
+    @overload
+    def of_type(self, kind: type[N], other: type[N2], /) -> list[N | N2]: ...
+    @overload
+    def of_type(self, kind: type[N], other: type[N2], third: type[N3], /) -> list[N | N2 | N3]: ...
+    @overload
+    def of_type(self, *kinds: type[ast.AST]) -> list[ast.AST]: ...
+
+    def of_type(self, *kinds: type[ast.AST]) -> list[Any]:
         """The nodes of exactly these classes (no subclasses), in walk order; each selection listed once."""
         by_type, positions = self._by_type
         if len(kinds) == 1:
             return by_type.get(kinds[0], [])
-        key = "of_type:" + ",".join(kind.__name__ for kind in kinds)
-        if key not in self.memo:
+
+        def merged() -> list[ast.AST]:
             # each class's nodes are in walk order already: sorting their positions merges the runs
             order = sorted((p, k, i) for k, kind in enumerate(kinds) for i, p in enumerate(positions.get(kind, ())))
-            self.memo[key] = [by_type[kinds[k]][i] for _p, k, i in order]
-        return self.memo[key]  # type: ignore[return-value]
+            return [by_type[kinds[k]][i] for _p, k, i in order]
+
+        return self.memoised("of_type:" + ",".join(kind.__name__ for kind in kinds), merged)
 
     @property
     def _by_type(self) -> tuple[dict[type, list[ast.AST]], dict[type, list[int]]]:
         """The nodes by class in walk order, with their positions in the walk, sorted in one pass."""
-        if "by_type" not in self.memo:
+
+        def sort() -> tuple[dict[type, list[ast.AST]], dict[type, list[int]]]:
             found: dict[type, list[ast.AST]] = {}
             positions: dict[type, list[int]] = {}
             for position, node in enumerate(self.nodes):
@@ -60,8 +81,9 @@ class Module:
                 else:
                     found[kind] = [node]
                     positions[kind] = [position]
-            self.memo["by_type"] = (found, positions)
-        return self.memo["by_type"]  # type: ignore[return-value]
+            return found, positions
+
+        return self.memoised("by_type", sort)
 
     def where(self, node: ast.AST | None = None) -> str:
         line = getattr(node, "lineno", None)

@@ -49,9 +49,8 @@ class Reached:
                 return nodes
             skipped = {id(n) for branch in _branches_not_taken(self.node, self.known) for n in walk_nodes(branch)}
             return [n for n in nodes if id(n) not in skipped]
-        if "import-time-nodes" not in self.module.memo:
-            self.module.memo["import-time-nodes"] = list(import_time_nodes(self.node.body))
-        return self.module.memo["import-time-nodes"]  # type: ignore[return-value]
+        body = self.node.body
+        return self.module.memoised("import-time-nodes", lambda: list(import_time_nodes(body)))
 
 
 def _branches_not_taken(node: FunctionNode, known: frozenset[tuple[str, bool]]) -> Iterator[ast.stmt]:
@@ -105,8 +104,10 @@ def _resolve(package: PluginPackage, dotted: str) -> tuple[Module, FunctionNode]
 
 def _module_strings(module: Module) -> dict[str, list[str]]:
     """Top-level NAME -> the strings its value holds (a registration table)."""
-    if "reach-tables" in module.memo:
-        return module.memo["reach-tables"]  # type: ignore[return-value]
+    return module.memoised("reach-tables", lambda: _read_module_strings(module))
+
+
+def _read_module_strings(module: Module) -> dict[str, list[str]]:
     tables: dict[str, list[str]] = {}
     for stmt in module.tree.body if module.tree else ():
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
@@ -117,7 +118,6 @@ def _module_strings(module: Module) -> dict[str, list[str]]:
         for target in targets:
             if isinstance(target, ast.Name) and strings:
                 tables[target.id] = strings
-    module.memo["reach-tables"] = tables
     return tables
 
 
@@ -156,19 +156,19 @@ def _callees(
                 if (imported := package.modules.get(name)) is not None and imported.tree is not None:
                     yield imported, imported.tree, IMPORT + name, frozenset()
         elif isinstance(child, ast.Call):
-            name = qualified(child.func, table)
-            if name is None:
+            called = qualified(child.func, table)
+            if called is None:
                 continue
-            if name in _IMPORT_CALLS and child.args and isinstance(child.args[0], ast.Constant):
+            if called in _IMPORT_CALLS and child.args and isinstance(child.args[0], ast.Constant):
                 text = child.args[0].value
                 for dotted in _with_parents(text) if isinstance(text, str) else ():
                     if (imported := package.modules.get(dotted)) is not None and imported.tree is not None:
                         yield imported, imported.tree, IMPORT + dotted, frozenset()
                 continue
-            local = function(module, name) if "." not in name else None
+            local = function(module, called) if "." not in called else None
             if local is not None:
                 yield module, local, local.name, _literal_arguments(child, local)
-            elif (found := _resolve(package, name)) is not None:
+            elif (found := _resolve(package, called)) is not None:
                 yield found[0], found[1], found[1].name, _literal_arguments(child, found[1])
         elif isinstance(child, ast.Constant) and isinstance(child.value, str) and ":" in child.value:
             if (found := _resolve(package, child.value)) is not None:

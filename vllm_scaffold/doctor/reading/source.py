@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 
@@ -58,9 +59,11 @@ class Call:
 
 def string_constants(module: Module) -> dict[str, str]:
     """NAME -> value for every top-level `NAME = "literal"` (and annotated form) in the module."""
-    if "constants" in module.memo:
-        return module.memo["constants"]  # type: ignore[return-value]
-    constants: dict[str, str] = module.memo.setdefault("constants", {})  # type: ignore[assignment]
+    return module.memoised("constants", lambda: _read_string_constants(module))
+
+
+def _read_string_constants(module: Module) -> dict[str, str]:
+    constants: dict[str, str] = {}
     for stmt in module.tree.body if module.tree else ():
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
         value = getattr(stmt, "value", None)
@@ -80,9 +83,11 @@ def resolve_relative(module: Module, node: ast.ImportFrom) -> str:
 
 def aliases(module: Module) -> dict[str, str]:
     """Local name -> qualified name, for every import in the module (at any depth)."""
-    if "aliases" in module.memo:
-        return module.memo["aliases"]  # type: ignore[return-value]
-    table: dict[str, str] = module.memo.setdefault("aliases", {})  # type: ignore[assignment]
+    return module.memoised("aliases", lambda: _read_aliases(module))
+
+
+def _read_aliases(module: Module) -> dict[str, str]:
+    table: dict[str, str] = {}
     for node in module.of_type(ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -130,52 +135,50 @@ def import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
 class _Site:
     """A call, or a bare attribute decorator, with the name it calls and whether importing the module runs it."""
 
-    node: ast.AST
+    node: ast.Call | ast.Attribute
     name: str
     at_import: bool
 
 
 def _sites(module: Module) -> list[_Site]:
     """Every call site of the module, once: what `calls` filters for each question."""
-    if "sites" in module.memo:
-        return module.memo["sites"]  # type: ignore[return-value]
+    return module.memoised("sites", lambda: _read_sites(module))
+
+
+def _read_sites(module: Module) -> list[_Site]:
     tree = module.tree
     at_import = {id(n) for n in import_time_nodes(tree.body)} if tree is not None else set()
-    decorators = [
-        d
-        for n in module.of_type(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        for d in n.decorator_list  # type: ignore[attr-defined]
-        if isinstance(d, ast.Attribute)
-    ]
-    sites = []
-    for node in [*module.of_type(ast.Call), *decorators]:
+    nodes: list[ast.Call | ast.Attribute] = [*module.of_type(ast.Call)]
+    for definition in module.of_type(ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef):
+        nodes += [d for d in definition.decorator_list if isinstance(d, ast.Attribute)]
+    sites: list[_Site] = []
+    for node in nodes:
         func = node.func if isinstance(node, ast.Call) else node
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
         if name is not None:
             sites.append(_Site(node, name, id(node) in at_import))
     sites.sort(key=lambda site: getattr(site.node, "lineno", 0))
-    module.memo["sites"] = sites
     return sites
 
 
-def _call_from(module: Module, node: ast.AST, table: dict[str, str]) -> Call:
+def _call_from(module: Module, site: _Site, table: dict[str, str]) -> Call:
+    node = site.node
     func, args, keywords = (node.func, node.args, node.keywords) if isinstance(node, ast.Call) else (node, [], [])
-    kwargs = {k.arg: k.value for k in keywords if k.arg}
-    if isinstance(func, ast.Attribute):
-        return Call(module, node, func.attr, qualified(func.value, table), tuple(args), kwargs)
-    return Call(module, node, func.id, None, tuple(args), kwargs)  # type: ignore[union-attr]
+    receiver = qualified(func.value, table) if isinstance(func, ast.Attribute) else None
+    return Call(module, node, site.name, receiver, tuple(args), {k.arg: k.value for k in keywords if k.arg})
 
 
 def calls(module: Module, apis: frozenset[str] = REGISTRATION_APIS, *, at_import: bool = False) -> list[Call]:
     """Calls (and bare decorators) of `apis` in `module`; with `at_import`, only those run by importing it."""
     if module.tree is None:
         return []
-    key = f"calls:{sorted(apis)}:{at_import}"
-    if key not in module.memo:
+
+    def find() -> list[Call]:
         table = aliases(module)
-        found = [s.node for s in _sites(module) if s.name in apis and (s.at_import or not at_import)]
-        module.memo[key] = [_call_from(module, node, table) for node in found]
-    return module.memo[key]  # type: ignore[return-value]
+        found = [s for s in _sites(module) if s.name in apis and (s.at_import or not at_import)]
+        return [_call_from(module, site, table) for site in found]
+
+    return module.memoised(f"calls:{sorted(apis)}:{at_import}", find)
 
 
 def all_calls(package: PluginPackage, apis: frozenset[str] = REGISTRATION_APIS) -> list[Call]:
@@ -229,8 +232,10 @@ def _exported(module: Module) -> list[str]:
 def references(module: Module) -> list[str]:
     """Dotted names the module can import: its imports at any depth (with each imported name), and
     "pkg.mod:attr" / "pkg.mod" strings (import_module tables)."""
-    if "references" in module.memo:
-        return module.memo["references"]  # type: ignore[return-value]
+    return module.memoised("references", lambda: _read_references(module))
+
+
+def _read_references(module: Module) -> list[str]:
     found: list[str] = []
     for node in module.of_type(ast.Import, ast.ImportFrom, ast.Constant):
         if isinstance(node, ast.Import):
@@ -243,7 +248,6 @@ def references(module: Module) -> list[str]:
             candidate = node.value.partition(":")[0]
             if candidate.replace(".", "").isidentifier():
                 found.append(candidate)
-    module.memo["references"] = found
     return found
 
 
@@ -267,14 +271,15 @@ def reached_modules(package: PluginPackage, start: list[str]) -> set[str]:
 def classes(package: PluginPackage) -> Iterator[tuple[Module, ast.ClassDef, list[str]]]:
     """Every class in the package with the qualified names of its bases."""
     for module in package.parsed():
-        if "classes" not in module.memo:
-            table = aliases(module)
-            module.memo["classes"] = [
-                (node, [q for q in (qualified(b, table) for b in node.bases) if q])
-                for node in module.of_type(ast.ClassDef)
-            ]
-        for node, bases in module.memo["classes"]:  # type: ignore[attr-defined]
+        for node, bases in module.memoised("classes", partial(_read_classes, module)):
             yield module, node, bases
+
+
+def _read_classes(module: Module) -> list[tuple[ast.ClassDef, list[str]]]:
+    table = aliases(module)
+    return [
+        (node, [q for q in (qualified(b, table) for b in node.bases) if q]) for node in module.of_type(ast.ClassDef)
+    ]
 
 
 def class_body_names(node: ast.ClassDef) -> set[str]:

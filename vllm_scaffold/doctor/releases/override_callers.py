@@ -26,19 +26,15 @@ from __future__ import annotations
 import ast
 import re
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from vllm_scaffold.doctor.reading.callers import CallSite, CallSites
+from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import references
+from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.replacements import patch_replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
-from vllm_scaffold.vllm_facts import Signature
+from vllm_scaffold.vllm_facts import Signature, Symbol
 
-if TYPE_CHECKING:
-    from vllm_scaffold.doctor.reading.package import Module
-    from vllm_scaffold.doctor.releases.check import ReleaseCheck
-
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 # Where vLLM's model interfaces live: a class implementing them is a model, built only from the registry.
 _MODEL_INTERFACES = ("vllm.model_executor.models.interfaces",)
 _CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+")
@@ -50,54 +46,22 @@ _DEPTH = 3  # how many module-level functions deep callers are followed
 class OverrideCallers:
     """Answers, for one plugin package checked against one vLLM, whether vLLM can call an override."""
 
-    def __init__(self, check: ReleaseCheck, sites: CallSites | None) -> None:
-        self.check = check
+    def __init__(self, classes: PluginClasses, sites: CallSites | None) -> None:
+        self.classes = classes
+        self.index = classes.index
         self.sites = sites
 
     # -- the plugin's classes ------------------------------------------------------------------------------
 
-    @cached_property
-    def _children(self) -> dict[str, list[str]]:
-        children: dict[str, list[str]] = {}
-        for qualname, (module, node) in self.check.plugin_classes.items():
-            for base in self.check.bases(module, node):
-                if base in self.check.plugin_classes:
-                    children.setdefault(base, []).append(qualname)
-        return children
-
-    def family(self, qualname: str) -> list[str]:
-        """The plugin class and every plugin class deriving from it."""
-        found = [qualname]
-        for current in found:
-            found += [c for c in self._children.get(current, ()) if c not in found]
-        return found
-
     def objects(self, qualname: str) -> list[str]:
         """The classes whose objects can carry the plugin class's methods: the classes of its family no plugin
         class derives from (a class the plugin derives others from is their base, or a mixin)."""
-        return [q for q in self.family(qualname) if q not in self._children] or [qualname]
-
-    def mro(self, qualname: str) -> set[str]:
-        """The vLLM classes the plugin class derives from, at any depth, by defining module and name."""
-        memo = self.__dict__.setdefault("_mro", {})
-        if qualname not in memo:
-            bases = self.check.lineage(qualname)[1]
-            memo[qualname] = {f"{s.module}.{s.name}" for b in bases for s in self.check.index.mro(b)[0]}
-        return memo[qualname]
-
-    def _functions(self, qualname: str, seen: frozenset[str] = frozenset()) -> dict[str, FunctionNode]:
-        """Methods the plugin class defines or inherits from the plugin's own classes, nearest first."""
-        module, node = self.check.plugin_classes[qualname]
-        found: dict[str, FunctionNode] = {}
-        for base in reversed(self.check.bases(module, node)):
-            if base in self.check.plugin_classes and base not in seen:
-                found.update(self._functions(base, seen | {qualname}))
-        found.update({s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))})
-        return found
+        children = self.classes.children
+        return [q for q in self.classes.family(qualname) if q not in children] or [qualname]
 
     def replaces(self, qualname: str, method: str) -> bool:
         """The plugin class has its own `method` that does not hand over to vLLM's with super()."""
-        function = self._functions(qualname).get(method)
+        function = self.classes.functions(qualname).get(method)
         if function is None:
             return False
         return not any(
@@ -113,7 +77,7 @@ class OverrideCallers:
     def can_call(self, qualname: str, method: str, override: Signature, base: Signature) -> bool:
         """Whether vLLM can call `method` of the plugin class `qualname` with arguments `override` rejects
         (`base` is the signature of the vLLM method it overrides)."""
-        if self._unbuilt_model(qualname) or self.other_release_adapter(self.check.plugin_classes[qualname][0]):
+        if self._unbuilt_model(qualname) or self.other_release_adapter(self.classes.classes[qualname][0]):
             return False
         if self._as_vllm_does(qualname.rpartition(".")[2], method, base, override):
             return False
@@ -145,7 +109,8 @@ class OverrideCallers:
                 return False  # a method of the same name, not the module-level function followed here
             if site.cls is None:
                 return True
-            return any(site.cls in self.mro(member) and not self.replaces(member, site.function) for member in family)
+            mro = self.classes.vllm_mro
+            return any(site.cls in mro(member) and not self.replaces(member, site.function) for member in family)
         if site.cls is not None:
             return not self._caller_replaced(site.cls, site.function)
         if site.function and f"{site.module}.{site.function}" in self._patched_away:
@@ -171,10 +136,10 @@ class OverrideCallers:
         them never run. A replacement is `Cls.method = fn`, `setattr(Cls, "method", fn)`, or a function
         decorated with a call naming the target as a `"vllm.x.y.Cls.method"` string (a patch registry); one
         whose body names the method again (`original_method(self, ...)`, `Cls._orig_method`) may call it."""
-        index = self.check.index
+        index = self.index
         found: set[str] = set()
-        for module in self.check.package.parsed():
-            for target, function in patch_replacements(module, self.check.tables[module.name]):
+        for module in self.classes.package.parsed():
+            for target, function in patch_replacements(module, self.classes.tables[module.name]):
                 owner, _, attr = target.rpartition(".")
                 if _names(function, attr):
                     continue
@@ -226,7 +191,7 @@ class OverrideCallers:
                 return False
             if argument.id in defined:
                 continue
-            if argument.id not in imported or self.check.index.resolve(imported[argument.id]).kind != "class":
+            if argument.id not in imported or self.index.resolve(imported[argument.id]).kind != "class":
                 return False
         return True
 
@@ -236,15 +201,15 @@ class OverrideCallers:
     def _caller_replaced(self, cls: str, function: str) -> bool:
         if f"{cls}.{function}" in self._patched_away:
             return True  # the plugin replaced the calling method with its own
-        plugin = self.check.plugin_classes
-        if any(cls in self.mro(q) and self.replaces(q, function) for q in plugin):
+        plugin, mro = self.classes.classes, self.classes.vllm_mro
+        if any(cls in mro(q) and self.replaces(q, function) for q in plugin):
             return True  # the plugin subclasses the caller and overrides the calling method
-        symbol = self.check.index.resolve(cls)
+        symbol = self.index.resolve(cls)
         if symbol.kind != "class":
             return False
-        direct = {f"{b.module}.{b.name}" for b in self.check.index.bases(symbol)}
+        direct = {f"{b.module}.{b.name}" for b in self.index.bases(symbol)}
         name = cls.rpartition(".")[2]
-        return any(cls not in self.mro(q) and (direct & self.mro(q) or _same_part(name, q)) for q in plugin)
+        return any(cls not in mro(q) and (direct & mro(q) or _same_part(name, q)) for q in plugin)
 
     def _as_vllm_does(self, name: str, method: str, base: Signature, override: Signature) -> bool:
         """vLLM's own class of the same name (the in-tree class the plugin's replaces) deviates from `base` in
@@ -252,8 +217,8 @@ class OverrideCallers:
         main model's protocol has none)."""
 
         problem = override_problem(base, override)
-        for symbol in self._vllm_classes.get(name, ()):
-            text = self.check.index.class_entry(symbol).get("m", {}).get(method)
+        for symbol in self.vllm_classes.get(name, ()):
+            text = self.index.methods(symbol).get(method)
             if text is None or text.startswith("@p"):
                 continue
             if override_problem(base, Signature.parse(text)) == problem:
@@ -261,18 +226,11 @@ class OverrideCallers:
         return False
 
     @cached_property
-    def vllm_classes(self) -> dict[str, list]:
+    def vllm_classes(self) -> dict[str, list[Symbol]]:
         """Every class of the release by its name."""
-        return self._vllm_classes
-
-    @cached_property
-    def _vllm_classes(self) -> dict[str, list]:
-        from vllm_scaffold.vllm_facts import Symbol
-
-        found: dict[str, list] = {}
-        for module, entry in self.check.index.modules.items():
-            for name in entry.get("c", ()):
-                found.setdefault(name, []).append(Symbol("class", f"{module}.{name}", module, name))
+        found: dict[str, list[Symbol]] = {}
+        for symbol in self.index.classes():
+            found.setdefault(symbol.name, []).append(symbol)
         return found
 
     # -- objects vLLM never gets -----------------------------------------------------------------------------
@@ -281,14 +239,14 @@ class OverrideCallers:
         """A model class (it implements vLLM's model interfaces) that vLLM never builds: neither it nor a
         plugin class deriving from it is registered (named in a string, an entry point or a register_model
         call)."""
-        if not any(m.startswith(_MODEL_INTERFACES) for m in self.mro(qualname)):
+        if not any(m.startswith(_MODEL_INTERFACES) for m in self.classes.vllm_mro(qualname)):
             return False
-        names = {q.rpartition(".")[2] for q in self.family(qualname)}
+        names = {q.rpartition(".")[2] for q in self.classes.family(qualname)}
         return not (names & self._registered_names)
 
     @cached_property
     def _registered_names(self) -> set[str]:
-        package = self.check.package
+        package = self.classes.package
         found = {ep.value.rpartition(":")[2].strip() for ep in package.entry_points}
         for module in package.parsed():
             for node in module.of_type(ast.Constant, ast.Call):
@@ -308,9 +266,9 @@ class OverrideCallers:
 
     def _other_release_adapter(self, module: Module) -> bool:
         tag = _VERSION_TAG.search(module.name.rpartition(".")[2])
-        if tag is None or tag.group(1) in self.check.index.version.replace(".", ""):
+        if tag is None or tag.group(1) in self.index.version.replace(".", ""):
             return False
-        package = self.check.package
+        package = self.classes.package
         named = [ep.value.partition(":")[0].strip() for ep in package.entry_points]
         named += [ref for other in package.parsed() if other is not module for ref in references(other)]
         return not any(ref == module.name or ref.startswith(module.name + ".") for ref in named)

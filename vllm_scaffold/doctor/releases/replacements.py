@@ -11,30 +11,31 @@ from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import qualified
 
 DOTTED = re.compile(r"vllm(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
-Replacement = tuple[ast.AST, ast.expr, str, ast.expr]  # (statement, object patched, attribute, new value)
+Replacement = tuple[ast.Assign | ast.Call, ast.expr, str, ast.expr]  # (statement, object patched, attribute, value)
+Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
 
-def replacements(module: Module) -> Iterator[Replacement]:
+def replacements(module: Module) -> list[Replacement]:
     """`X.attr = value` and `setattr(X, "attr", value)` in the module."""
-    if "patch-replacements" in module.memo:
-        yield from module.memo["patch-replacements"]  # type: ignore[misc]
-        return
-    found: list[Replacement] = []
-    for node in module.of_type(ast.Assign):
-        for target in node.targets:  # type: ignore[attr-defined]
-            if isinstance(target, ast.Attribute):
-                found.append((node, target.value, target.attr, node.value))  # type: ignore[attr-defined]
-    for node in module.of_type(ast.Call):
-        func, args = node.func, node.args  # type: ignore[attr-defined]
-        if getattr(func, "id", None) == "setattr" and len(args) == 3:
-            name = args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                found.append((node, args[0], name.value, args[2]))
-    module.memo["patch-replacements"] = found
-    yield from found
+
+    def collect() -> list[Replacement]:
+        found: list[Replacement] = []
+        for node in module.of_type(ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    found.append((node, target.value, target.attr, node.value))
+        for call in module.of_type(ast.Call):
+            func, args = call.func, call.args
+            if getattr(func, "id", None) == "setattr" and len(args) == 3:
+                name = args[1]
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    found.append((call, args[0], name.value, args[2]))
+        return found
+
+    return module.memoised("patch-replacements", collect)
 
 
-def patch_replacements(module: Module, table: dict[str, str]) -> Iterator[tuple[str, ast.AST]]:
+def patch_replacements(module: Module, table: dict[str, str]) -> Iterator[tuple[str, Function]]:
     """(the vLLM function or method replaced, as "vllm.x.y.Cls.method" through the module's imports, the
     plugin's function replacing it): `X.attr = fn`, `setattr(X, "attr", fn)`, and a function decorated with a
     call that names its target in a `"vllm.x.y.Cls.method"` (or `"vllm.x.y:Cls.method"`) string."""
@@ -46,8 +47,8 @@ def patch_replacements(module: Module, table: dict[str, str]) -> Iterator[tuple[
         function = replacement_function(value, node, functions)
         if function is not None:
             yield f"{owner}.{attr}", function
-    for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-        for decorator in node.decorator_list:  # type: ignore[attr-defined]
+    for definition in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
+        for decorator in definition.decorator_list:
             if not isinstance(decorator, ast.Call):
                 continue
             for argument in [*decorator.args, *(k.value for k in decorator.keywords)]:
@@ -56,19 +57,17 @@ def patch_replacements(module: Module, table: dict[str, str]) -> Iterator[tuple[
                     and isinstance(argument.value, str)
                     and DOTTED.fullmatch(argument.value)
                 ):
-                    yield argument.value.replace(":", "."), node
+                    yield argument.value.replace(":", "."), definition
 
 
-def functions_by_name(module: Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]]:
-    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]] = {}
+def functions_by_name(module: Module) -> dict[str, list[Function]]:
+    found: dict[str, list[Function]] = {}
     for node in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef):
-        found.setdefault(node.name, []).append(node)  # type: ignore[attr-defined, arg-type]
+        found.setdefault(node.name, []).append(node)
     return found
 
 
-def replacement_function(
-    value: ast.expr, at: ast.AST, functions: dict
-) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
+def replacement_function(value: ast.expr, at: ast.AST, functions: dict[str, list[Function]]) -> Function | None:
     """The function a replacement assigns: a lambda, or the nearest def of that name before the assignment
     (`classmethod(fn)` / `staticmethod(fn)` unwrapped); None for anything else (a wrapper's result)."""
     if (

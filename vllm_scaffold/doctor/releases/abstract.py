@@ -1,0 +1,160 @@
+"""Abstract methods a plugin class leaves unimplemented on the release: creating one raises TypeError. Silent
+for a class nothing creates (a namespace of methods, a stand-in for an in-tree class vLLM never creates) and
+for methods vLLM's own leaf classes leave abstract too."""
+
+from __future__ import annotations
+
+import ast
+from weakref import WeakKeyDictionary
+
+from vllm_scaffold.doctor.reading.package import Module, walk_nodes
+from vllm_scaffold.doctor.reading.source import qualified
+from vllm_scaffold.doctor.releases.classes import PluginClasses
+from vllm_scaffold.doctor.releases.findings import Findings
+from vllm_scaffold.doctor.releases.places import Place, in_annotations
+from vllm_scaffold.doctor.releases.replacements import replacements
+from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
+
+_LEAVES: dict[tuple[str, str, int], list[Symbol]] = {}
+
+
+def declares_abstract(node: ast.ClassDef) -> bool:
+    """The class body declares an abstract method itself: it is meant to be derived from, not created."""
+    return any(
+        isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any("abstractmethod" in ast.unparse(d) for d in s.decorator_list)
+        for s in node.body
+    )
+
+
+def check_abstract(
+    classes: PluginClasses, out: Findings, place: Place, node: ast.ClassDef, members: set[str], bases: list[Symbol]
+) -> None:
+    index = classes.index
+    left: set[str] = set()
+    concrete: set[str] = set()
+    for base in bases:
+        abstract = index.abstract_methods(base)
+        left |= abstract
+        for cls in index.mro(base)[0]:
+            concrete |= set(index.methods(cls)) - abstract
+    missing = sorted(left - concrete - members - _left_abstract_by_vllm(index, bases))
+    if missing and _only_read_from(classes, place.module, node):
+        return  # the class is a namespace of methods the plugin copies elsewhere: nothing creates one
+    if missing and _replaces_abstract_layer(classes, out, node):
+        return  # it replaces (register_oot) an in-tree class vLLM cannot create either: vLLM never does
+    if missing:
+        names = ", ".join(f"{m}()" for m in missing)
+        out.report(
+            "vllm-abstract-missing",
+            place,
+            f"{node.name} does not implement {names}, abstract in {_owner_of(index, bases, missing[0])} in "
+            f"{classes.release.label}: creating a {node.name} raises TypeError",
+            f"implement {names}",
+        )
+
+
+def _leaf_classes(index: ReleaseIndex) -> list[Symbol]:
+    """Every class of the release no class of the release derives from."""
+    key = (index.distribution, index.version, id(index))
+    if key not in _LEAVES:
+        classes = index.classes()
+        derived = {(b.module, b.name) for symbol in classes for b in index.bases(symbol) if b.kind == "class"}
+        _LEAVES[key] = [symbol for symbol in classes if (symbol.module, symbol.name) not in derived]
+    return _LEAVES[key]
+
+
+_LEFT: WeakKeyDictionary[ReleaseIndex, dict[tuple[str, ...], set[str]]] = WeakKeyDictionary()
+
+
+def _left_abstract_by_vllm(index: ReleaseIndex, bases: list[Symbol]) -> set[str]:
+    """Abstract methods of `bases` that a class of vLLM's own deriving from them leaves unimplemented while
+    no vLLM class derives from it further: vLLM uses such classes as classes, never creating one (an
+    attention backend's static methods: GDNAttentionBackend has no get_impl_cls), so nothing enforces them."""
+    memo = _LEFT.setdefault(index, {})
+    key = tuple(b.qualname for b in bases)
+    if key not in memo:
+        wanted = {(b.module, b.name) for b in bases}
+        left: set[str] = set()
+        for leaf in _leaf_classes(index):
+            order = index.mro(leaf)[0]
+            if wanted & {(c.module, c.name) for c in order[1:]}:
+                left |= index.abstract_methods(leaf)
+        memo[key] = left
+    return memo[key]
+
+
+def _replaces_abstract_layer(classes: PluginClasses, out: Findings, node: ast.ClassDef) -> bool:
+    """The class stands in for the in-tree class `Name` (registered with `register_oot`, directly or
+    through a `{"Name": Cls}` table, or assigned over it: `vllm_module.Name = Cls`), and the release leaves
+    that class abstract: vLLM uses the stand-in where it would use `Name` itself, which it never creates
+    (a layer's subclasses are looked up under their own names: QwenGatedDeltaNetAttention, not
+    GatedDeltaNetAttention; a factory class is asked for its get_moe_method, never instantiated)."""
+    names: set[str] = set()
+    for module in classes.package.parsed():
+        for _statement, owner, attr, value in replacements(module):
+            if isinstance(value, ast.Name) and value.id == node.name and attr[:1].isupper():
+                qualname = qualified(owner, classes.tables[module.name]) if isinstance(owner, ast.Name) else None
+                if qualname and qualname.split(".")[0] == "vllm":
+                    names.add(attr)
+        for n in module.of_type(ast.Dict, ast.Call):
+            if isinstance(n, ast.Dict):
+                for key, value in zip(n.keys, n.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(value, ast.Name) and value.id == node.name:
+                        names.add(str(key.value))
+            elif getattr(n.func, "attr", None) == "register_oot":
+                given = {k.arg: k.value for k in n.keywords}
+                target = given.get("name")
+                values = [*n.args, *given.values()]
+                if isinstance(target, ast.Constant) and any(
+                    isinstance(v, ast.Name) and v.id == node.name for v in values
+                ):
+                    names.add(str(target.value))
+    if not names:
+        return False
+    by_name = out.callers.vllm_classes
+    index = classes.index
+    return all(any(index.abstract_methods(symbol) for symbol in by_name.get(name, ())) for name in names)
+
+
+def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) -> bool:
+    """Whether the package reads attributes of the class (`Cls.method`) and otherwise only names it as a
+    base or in an annotation: it never calls, passes, returns or stores it, nor names it in a string or an
+    entry point, so nothing creates an instance. A class the package never names at all may be named from
+    outside (`--scheduler-cls pkg.mod.Cls`), and is not one."""
+    name = node.name
+    qualname = f"{module.name}.{name}"
+    if any(name in ep.value for ep in classes.package.entry_points):
+        return False
+    read = False
+    for other in classes.package.modules.values():
+        if other.tree is None:
+            continue
+        names = {name}
+        names |= {a.asname for n in other.of_type(ast.ImportFrom) for a in n.names if a.name == name and a.asname}
+        skipped = in_annotations(other)
+        attribute_heads = {id(n.value) for n in other.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
+        allowed = set(attribute_heads)
+        for cls in other.of_type(ast.ClassDef):
+            allowed.update(id(b) for b in cls.bases)
+        for n in walk_nodes(other.tree):
+            if isinstance(n, ast.Name) and n.id in names:
+                if id(n) not in allowed | skipped:
+                    return False
+                read = read or id(n) in attribute_heads
+            if (
+                isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and name in n.value
+                and (qualname in n.value.replace(":", ".") or n.value == name)
+            ):
+                return False
+    return read
+
+
+def _owner_of(index: ReleaseIndex, bases: list[Symbol], member: str) -> str:
+    for base in bases:
+        owner, _sig = index.find_member(base, member)
+        if owner is not None:
+            return owner.name
+    return bases[0].name

@@ -1,0 +1,115 @@
+"""Strings that name vLLM: dotted paths (`"vllm.x.y.Cls"`, class paths handed to vLLM) the release does not
+have, and `VLLM_*` environment variables the release does not define."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.releases.classes import PluginClasses
+from vllm_scaffold.doctor.releases.findings import Findings
+from vllm_scaffold.doctor.releases.places import Place, in_annotations
+from vllm_scaffold.doctor.releases.replacements import DOTTED
+
+_LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild"})
+_VLLM_VARIABLE = re.compile(r"VLLM_[A-Z0-9_]+")
+_ENVIRON_METHODS = frozenset({"get", "setdefault", "pop"})
+
+
+def check_dotted_strings(classes: PluginClasses, out: Findings, module: Module) -> None:
+    release = classes.release
+    loggers: set[int] | None = None
+    for node in module.of_type(ast.Constant):
+        value = node.value
+        if not isinstance(value, str) or not value.startswith("vllm.") or not DOTTED.fullmatch(value):
+            continue
+        if value in release.groups or id(node) in in_annotations(module):
+            continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
+        if loggers is None:
+            loggers = _logger_names(module) | _probed_modules(module)
+        if id(node) in loggers:
+            continue  # a logger's name ("vllm.plugins.fx"), or a module asked whether it exists
+        place = Place(module, node)
+        if place.type_checking:
+            continue
+        missing = release.first_missing(value.replace(":", "."))
+        if missing:
+            out.report(
+                "vllm-dotted-path-missing",
+                place,
+                f"'{value}' names {missing}, which does not exist in {release.label}{release.elsewhere(missing)}",
+                "point it at where this release defines it",
+            )
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _logger_names(module: Module) -> set[int]:
+    """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")` or
+    vLLM's `init_logger`, and the keys of a logging config's "loggers" table."""
+    found: set[int] = set()
+    for call in module.of_type(ast.Call):
+        if _called_name(call) in _LOGGER_FACTORIES:
+            found.update(id(a) for a in [*call.args[:1], *(k.value for k in call.keywords if k.arg == "name")])
+    for table in module.of_type(ast.Dict):
+        for key, value in zip(table.keys, table.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
+                found.update(id(k) for k in value.keys if k is not None)
+    return found
+
+
+def _probed_modules(module: Module) -> set[int]:
+    """id() of the string constants `find_spec` is asked about: a module that may be missing, by design."""
+    found: set[int] = set()
+    for call in module.of_type(ast.Call):
+        if _called_name(call) == "find_spec":
+            found.update(id(a) for a in call.args[:1])
+    return found
+
+
+def check_environment_variables(classes: PluginClasses, out: Findings, module: Module) -> None:
+    """A `VLLM_*` variable the plugin reads or sets (`os.environ[...]`, `os.getenv`, `os.environ.get`,
+    `setdefault`, `pop`, `os.putenv`) that the release does not define: vLLM's environment check logs it in
+    every engine, and refuses it under `--fail-on-environ-validation`."""
+    known = classes.index.environment_variables
+    if not known:
+        return
+    for node in module.of_type(ast.Call, ast.Subscript):
+        key = _environment_key(node)
+        if key is None or not _VLLM_VARIABLE.fullmatch(key) or key in known:
+            continue
+        out.report(
+            "env-unknown-vllm-variable",
+            Place(module, node),
+            f"{key} is in vLLM's VLLM_ namespace, which {classes.release.label} does not define: wherever it is "
+            f'set, every engine logs "Unknown vLLM environment variable detected: {key}", and refuses to start '
+            "under --fail-on-environ-validation",
+            "name the plugin's own variables outside the VLLM_ prefix (the package's name in capitals, for "
+            "example), reading the old name for a release with a deprecation warning",
+        )
+
+
+def _environment_key(node: ast.AST) -> str | None:
+    """The literal variable name `node` reads or sets in the process environment, or None."""
+    if isinstance(node, ast.Subscript):
+        target, key = node.value, node.slice
+        if not (isinstance(target, ast.Attribute) and target.attr == "environ") and not (
+            isinstance(target, ast.Name) and target.id == "environ"
+        ):
+            return None
+    elif isinstance(node, ast.Call) and node.args:
+        func, key = node.func, node.args[0]
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        on_environ = (isinstance(owner, ast.Attribute) and owner.attr == "environ") or (
+            isinstance(owner, ast.Name) and owner.id == "environ"
+        )
+        if not (name in {"getenv", "putenv"} or (name in _ENVIRON_METHODS and on_environ)):
+            return None
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
