@@ -66,7 +66,7 @@ def prove(package: PluginPackage, findings: list[Finding], index: ReleaseIndex |
     if not judged:
         return findings
     by_path = {module.rel: module for module in package.modules.values()}
-    loaded = loading(package, external_imports(index) if index is not None else frozenset())
+    loaded = loading(package, external_imports(index) if index is not None else frozenset(), index)
     provided = provided_names(package) if any(f.code in NAME_CODES for f in judged) else {}
     proved = []
     for finding in findings:

@@ -8,6 +8,10 @@ platform returns and the registration tables general plugins loop over). An impo
 module's own vLLM version condition reaches its module only on the releases that condition selects, which
 doctor does not evaluate: that module is reached under a condition. Imports under `if TYPE_CHECKING:` never
 run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
+
+vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
+`--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
+plugin paths): a module that defines a subclass of one of `LOADED_BY_NAME` is reached too.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from enum import StrEnum
 
 from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
-from vllm_scaffold.doctor.reading.source import resolve_relative
+from vllm_scaffold.doctor.reading.source import aliases, qualified, resolve_relative
+from vllm_scaffold.vllm_facts import ReleaseIndex
 from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -36,6 +41,19 @@ def _is_release_condition(test: ast.expr) -> bool:
         isinstance(node, ast.Constant) and isinstance(node.value, str) and _VERSION_TEXT.fullmatch(node.value)
         for node in walk_nodes(test)
     )
+
+
+# vLLM's classes whose subclasses vLLM loads from a class path or file the user gives in an option, and the option.
+LOADED_BY_NAME = {
+    "vllm.v1.core.sched.interface.SchedulerInterface": "--scheduler-cls",
+    "vllm.v1.worker.worker_base.WorkerBase": "--worker-cls",
+    "vllm.v1.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
+    "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
+    "vllm.distributed.kv_transfer.kv_connector.v1.base.KVConnectorBase_V1": "kv_connector_module_path",
+    "vllm.v1.executor.abstract.Executor": "--distributed-executor-backend",
+    "vllm.tool_parsers.abstract_tool_parser.ToolParser": "--tool-parser-plugin",
+    "vllm.reasoning.abs_reasoning_parsers.ReasoningParser": "--reasoning-parser-plugin",
+}
 
 
 class Reach(StrEnum):
@@ -107,10 +125,30 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     return found
 
 
-def loading(package: PluginPackage, vllm_imports: frozenset[str] = frozenset()) -> dict[str, Loading]:
+def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
+    """The option vLLM loads a class of `module` by (one of LOADED_BY_NAME's bases among its ancestors), or None."""
+    table = aliases(module)
+    for node in module.of_type(ast.ClassDef):
+        for base in node.bases if isinstance(node, ast.ClassDef) else ():
+            name = qualified(base, table) if isinstance(base, ast.Name | ast.Attribute) else None
+            if name is None or not name.startswith("vllm."):
+                continue
+            ancestors = [name]
+            if index is not None and (symbol := index.resolve(name)).kind == "class":
+                ancestors += [cls.qualname for cls in index.mro(symbol)[0]]
+            for ancestor in ancestors:
+                if ancestor in LOADED_BY_NAME:
+                    option = LOADED_BY_NAME[ancestor]
+                    return f"{module.name}.{node.name} subclasses {ancestor}, which vLLM loads by name ({option})"
+    return None
+
+
+def loading(
+    package: PluginPackage, vllm_imports: frozenset[str] = frozenset(), index: ReleaseIndex | None = None
+) -> dict[str, Loading]:
     """Module name -> how vLLM reaches it, for every module of the package. `vllm_imports`: the names outside
     vLLM that the checked release's own modules import (`tpu_inference.platforms.TpuPlatform`): vLLM loads
-    those modules itself."""
+    those modules itself. `index`: the checked release, for the ancestry of the classes the modules define."""
     roots = {ep.module for ep in package.project.vllm_entry_points}
     if not roots:
         return {name: Loading(Reach.REACHED, "the package has no vLLM entry point") for name in package.modules}
@@ -118,6 +156,10 @@ def loading(package: PluginPackage, vllm_imports: frozenset[str] = frozenset()) 
     edges = {name: _edges(package, module) for name, module in package.modules.items() if module.tree is not None}
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
+    for name, module in package.modules.items():
+        if module.tree is not None and (by_name := _loaded_by_name(module, index)) is not None:
+            found[name] = Loading(Reach.REACHED, by_name)
+            queue.append(name)
     for root in sorted(roots):
         for name in _named_modules(package, root):
             if name not in found:

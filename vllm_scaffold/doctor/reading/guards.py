@@ -66,7 +66,7 @@ def catches(handlers: list[ast.ExceptHandler], catching: frozenset[str]) -> bool
     return False
 
 
-def _is_version_condition(test: ast.expr) -> bool:
+def is_version_condition(test: ast.expr) -> bool:
     """A condition on a version (vllm.__version__, a parsed version, is_vllm_version_...), not on Python's."""
     names = [name.lower() for name in _names(test)]
     if "version_info" in names:
@@ -133,7 +133,7 @@ def _guards(module: Module, catching: frozenset[str]) -> dict[int, Guard]:
             if is_type_checking(stmt.test):
                 mark(stmt.body, Guard(GuardKind.TYPE_CHECKING, stmt))
                 mark(stmt.orelse, guard)
-            elif _is_version_condition(stmt.test):
+            elif is_version_condition(stmt.test):
                 mark(stmt.body, Guard(GuardKind.VLLM_VERSION, stmt))
                 mark(stmt.orelse, Guard(GuardKind.VLLM_VERSION, stmt))
             elif _is_feature_test(stmt.test):
@@ -322,7 +322,3 @@ def guard_at(module: Module, node: ast.AST) -> GuardKind | None:
             guard = kind
     return guard
 
-
-def is_version_condition(test: ast.expr) -> bool:
-    """A condition on a version (vllm.__version__, a parsed version, is_vllm_version_...), not on Python's."""
-    return _is_version_condition(test)
