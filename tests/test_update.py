@@ -350,7 +350,7 @@ def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date
 
     plan = plan_update(root)
 
-    assert (plan.writes, plan.removals, plan.conflicts) == ({}, [], [])
+    assert plan.changes.empty and plan.conflicts == []
 
 
 ROUND_ONE = Path(__file__).parent / "fixtures/round1/northwind_fused_activation_ops"

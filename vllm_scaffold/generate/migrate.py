@@ -17,7 +17,6 @@ with doctor's codes.
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ import libcst as cst
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.generate.changeset import Changeset
+from vllm_scaffold.generate.component import vllm_range
 from vllm_scaffold.project import Project
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
 from vllm_scaffold.vllm_facts.store import version_key
@@ -53,41 +54,33 @@ class Rewrite:
 
 @dataclass
 class Migration:
-    root: Path
+    changes: Changeset  # the rewritten modules: your code, written as rewritten (not formatted)
     source: str  # the release the package targets
     target: str
-    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
     rewrites: list[Rewrite] = field(default_factory=list)
     left: list[str] = field(default_factory=list)  # doctor's findings on the rewritten package, one line each
     errors: int = 0  # how many of `left` are errors
 
+    @property
+    def root(self) -> Path:
+        return self.changes.root
+
     def diff(self) -> list[str]:
-        lines: list[str] = []
-        for path, (before, after) in sorted(self.changes.items()):
-            lines += difflib.unified_diff(
-                before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
-            )
-        return lines
+        return self.changes.diff()
 
     def apply(self) -> None:
-        from vllm_scaffold.atomic import write_atomically
-
-        for path, (_before, after) in self.changes.items():
-            write_atomically(self.root / path, after)
+        self.changes.apply()
 
 
 def source_release(project: Project, target: str) -> str:
     """The release the package targets: the newest verified release in its declared range older than `target`."""
-    declared = project.manifest.get("vllm")
-    if not declared:
+    if project.manifest.get("vllm") is None:
         raise ScaffoldError(
             f"{project.root / 'pyproject.toml'} declares no [tool.vllm-scaffold] vllm range",
             'declare the vLLM releases the package targets there, e.g. vllm = ">=0.31.0,<0.32"',
         )
-    problem = vllm_facts.range_problem(str(declared))
-    if problem:
-        raise ScaffoldError(f"pyproject.toml [tool.vllm-scaffold] vllm: {problem}", "fix that value")
-    older = [v for v in vllm_facts.checked_in(str(declared)) if version_key(v) < version_key(target)]
+    declared = vllm_range(project)
+    older = [v for v in vllm_facts.checked_in(declared) if version_key(v) < version_key(target)]
     if not older:
         raise ScaffoldError(
             f"the package's range {declared} holds no verified release older than vLLM {target}",
@@ -314,7 +307,7 @@ def plan_migration(root: Path, target: str) -> Migration:
         raise ScaffoldError(f"--vllm {target} is not a vLLM version", "pass a release such as 0.33.0") from None
     source = source_release(project, target)
     releases = Releases(vllm_facts.release(source), vllm_facts.release(target))
-    migration = Migration(root, source, target)
+    migration = Migration(Changeset(root, project.package), source, target)
     for path in python_files(root):
         relpath = path.relative_to(root).as_posix()
         before = path.read_text(encoding="utf-8")
@@ -325,7 +318,7 @@ def plan_migration(root: Path, target: str) -> Migration:
         rewriter = _Rewriter(releases, relpath, target)
         after = module.visit(rewriter).code
         if after != before:
-            migration.changes[relpath] = (before, after)
+            migration.changes.edit(relpath, after, checked=True)
             migration.rewrites += rewriter.rewrites
     _left_for_doctor(migration)
     return migration
@@ -340,8 +333,8 @@ def _left_for_doctor(migration: Migration) -> None:
         shutil.copytree(
             migration.root, copy, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", *SKIPPED_DIRS)
         )
-        for relpath, (_before, after) in migration.changes.items():
-            (copy / relpath).write_text(after, encoding="utf-8")
+        for relpath, (_before, after) in migration.changes.edited.items():
+            (copy / relpath).write_bytes(after.encode("utf-8") if isinstance(after, str) else after)
         (report,) = diagnose_releases(copy, [migration.target])
     for finding in report.findings:
         if finding.severity.value == "info":
