@@ -88,6 +88,7 @@ def plan_update(root: Path) -> Update:
     _plan_leftover_conflicts(plan, generated)
     _plan_snapshot(plan, snapshot.base_files(root) or {}, generated)
     _plan_harness_wheel(plan)
+    _plan_dropped_records(plan, records)
     for relpath, text in fresh.items():
         if relpath not in generated and _current(root, relpath) != text:
             plan.changes.write(relpath, text, checked=True)  # the answers records, now naming this tool version
@@ -255,26 +256,57 @@ def _plan_leftover_conflicts(plan: Update, generated: dict[str, str]) -> None:
             lines = list(conflicts.unresolved(plan.root, [relpath]).values())
         if lines:
             plan.conflicts.append(relpath)
-            plan.lines.append(
-                f"unresolved {relpath}: conflict markers from an earlier update remain (line {lines[0]}); keep the "
-                f"lines you want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}' and delete "
-                "the markers"
-            )
+            plan.lines.append(unresolved_line(relpath, lines[0]))
+
+
+def unresolved_line(relpath: str, line: int) -> str:
+    """How `update` and `check-update` name a file that still holds the conflict markers of an earlier update."""
+    return (
+        f"unresolved {relpath}: conflict markers from an earlier update remain (line {line}); keep the lines you "
+        f"want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}' and delete the markers"
+    )
+
+
+def unresolved(root: Path) -> dict[str, int]:
+    """The generated files of the package at `root` (those its base snapshot lists) that still hold conflict
+    markers, with the first marker's line; nothing is rendered."""
+    return conflicts.unresolved(root, sorted(snapshot.base_files(root) or {}))
+
+
+def dropped(root: Path, records: dict[str, dict[str, Any]]) -> list[str]:
+    """The answers records (by file stem) of components gone from [[tool.vllm-scaffold.components]]: how a
+    component is removed, its files going with it on the next update."""
+    return [path.stem for path in sorted((root / snapshot.RECORDS_DIR).glob("*.yml")) if path.stem not in records]
+
+
+def _plan_dropped_records(plan: Update, records: dict[str, dict[str, Any]]) -> None:
+    for stem in dropped(plan.root, records):
+        relpath = f"{snapshot.RECORDS_DIR}/{stem}.yml"
+        plan.changes.remove(relpath)
+        plan.lines.append(f"remove  {relpath}: its component is no longer in [[tool.vllm-scaffold.components]]")
 
 
 def _plan_harness_wheel(plan: Update) -> None:
-    """The harness wheel in wheels/ becomes this tool's, replacing other builds of the harness there.
+    """The harness wheel in wheels/ becomes this tool's, replacing other versions of the harness there.
 
-    Only where the package keeps one: a package whose `wheels/` is gone installs the harness from PyPI.
+    Only where the package keeps one: a package whose `wheels/` is gone installs the harness from PyPI. A
+    wheel of the same version is never swapped for other bytes: pip treats the two as one release (it would
+    not reinstall it, and the package's history would show a changed file under an unchanged version), so
+    it is kept and listed.
     """
     folder = plan.root / harness_wheel.WHEELS_DIR
     if not folder.is_dir():
         return
     name, content = harness_wheel.wheel()
     path = folder / name
-    if not path.is_file() or path.read_bytes() != content:
-        plan.changes.write(f"{harness_wheel.WHEELS_DIR}/{name}", content, checked=True)
-        plan.lines.append(f"{'update  ' if path.is_file() else 'create  '}{harness_wheel.WHEELS_DIR}/{name}")
+    if not path.is_file():
+        plan.changes.create(f"{harness_wheel.WHEELS_DIR}/{name}", content, checked=True)
+        plan.lines.append(f"create  {harness_wheel.WHEELS_DIR}/{name}")
+    elif path.read_bytes() != content:
+        plan.lines.append(
+            f"kept    {harness_wheel.WHEELS_DIR}/{name}: this tool builds the same harness version with other "
+            "content, and pip takes one for the other; to take this tool's, delete it and run update again"
+        )
     for stale in sorted(folder.glob("vllm_scaffold_testing-*.whl")):
         if stale.name != name:
             plan.changes.remove(f"{harness_wheel.WHEELS_DIR}/{stale.name}")
