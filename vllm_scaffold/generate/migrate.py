@@ -17,6 +17,7 @@ with doctor's codes.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -55,8 +56,9 @@ class Rewrite:
 @dataclass
 class Migration:
     changes: Changeset  # the rewritten modules: your code, written as rewritten (not formatted)
-    source: str  # the release the package targets
+    source: str  # the release the package's code was written for
     target: str
+    why: str  # how `source` was chosen
     rewrites: list[Rewrite] = field(default_factory=list)
     left: list[str] = field(default_factory=list)  # doctor's findings on the rewritten package, one line each
     errors: int = 0  # how many of `left` are errors
@@ -72,8 +74,11 @@ class Migration:
         self.changes.apply()
 
 
-def source_release(project: Project, target: str) -> str:
-    """The release the package targets: the newest verified release in its declared range older than `target`."""
+def source_release(project: Project, target: str, imported: list[str]) -> tuple[str, str]:
+    """The release the package's code was written for, and why: of the verified releases in its declared range
+    older than `target`, the newest that has every vLLM name the code imports (`imported`), else the one that
+    has the most of them (the newest of those). The code is the evidence: a package declaring `>=0.31.0`
+    whose code imports a name only 0.31.0 has was written for 0.31.0, whatever newer releases it accepts."""
     if project.manifest.get("vllm") is None:
         raise ScaffoldError(
             f"{project.root / 'pyproject.toml'} declares no [tool.vllm-scaffold] vllm range",
@@ -86,7 +91,44 @@ def source_release(project: Project, target: str) -> str:
             f"the package's range {declared} holds no verified release older than vLLM {target}",
             "migrate moves a package to a newer release than the ones it declares",
         )
-    return older[-1]
+    if len(older) == 1 or not imported:
+        return older[-1], f"the newest verified release of its range {declared} older than {target}"
+    found = {
+        version: [name for name in imported if vllm_facts.release(version).resolve(name).exists] for version in older
+    }
+    source = max(reversed(older), key=lambda version: len(found[version]))  # the newest of the best
+    if len(found[source]) == len(imported):
+        newer = [version for version in older if version_key(version) > version_key(source)]
+        if not newer:
+            return (
+                source,
+                f"the newest release of its range {declared} older than {target}, with every vLLM name it imports",
+            )
+        gone = next(name for name in imported if name not in found[newer[0]])
+        return source, (
+            f"the newest release of its range {declared} with every vLLM name the code imports: {gone} is gone "
+            f"from {newer[0]}"
+        )
+    return source, (
+        f"the release of its range {declared} with the most of the vLLM names the code imports "
+        f"({len(found[source])} of {len(imported)})"
+    )
+
+
+def imported_names(root: Path) -> list[str]:
+    """The vLLM names (and modules) the project's Python files import, each once, in order."""
+    names: dict[str, None] = {}
+    for path in python_files(root):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "vllm":
+                names.update((f"{node.module}.{alias.name}", None) for alias in node.names if alias.name != "*")
+            elif isinstance(node, ast.Import):
+                names.update((alias.name, None) for alias in node.names if alias.name.split(".")[0] == "vllm")
+    return list(names)
 
 
 def _definition(index: ReleaseIndex, symbol: Symbol) -> Any:
@@ -305,9 +347,9 @@ def plan_migration(root: Path, target: str) -> Migration:
         Version(target)
     except InvalidVersion:
         raise ScaffoldError(f"--vllm {target} is not a vLLM version", "pass a release such as 0.33.0") from None
-    source = source_release(project, target)
+    source, why = source_release(project, target, imported_names(root))
     releases = Releases(vllm_facts.release(source), vllm_facts.release(target))
-    migration = Migration(Changeset(root, project.package), source, target)
+    migration = Migration(Changeset(root, project.package), source, target, why)
     for path in python_files(root):
         relpath = path.relative_to(root).as_posix()
         before = path.read_text(encoding="utf-8")
