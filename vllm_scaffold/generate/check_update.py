@@ -34,7 +34,7 @@ class UpdateCheck:
         left = [unresolved_line(relpath, line) for relpath, line in self.unresolved.items()]
         if self.files:
             return [
-                f"update available: {len(self.changed)} of the package's templates changed or went",
+                f"update available: {len(self.changed)} of the package's templates changed",
                 *(f"changed {line}" for line in self.changed),
                 *(f"would {line}" for line in self.files),
                 *left,
