@@ -48,7 +48,10 @@ def test_dry_run_lists_each_rewrite_with_its_reason_prints_the_diff_and_writes_n
 
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "from vLLM 0.31.0 to 0.33.0"
+    assert (
+        lines[0] == "from vLLM 0.31.0 to 0.33.0 (0.31.0: the newest verified release of its range >=0.31.0,<0.32 older "
+        "than 0.33.0)"
+    )
     rewrites = [line for line in lines if line.startswith("rewrite ")]
     assert [line.split(": ", 1)[1].split(" (", 1)[0] for line in rewrites] == MOVES
     assert "with the same definition as 0.31.0's" in rewrites[0]
@@ -157,3 +160,38 @@ def test_a_target_no_newer_than_the_declared_releases_is_refused(package: Path) 
     result = run_cli("migrate", "--vllm", "0.31.0", "--project", str(package))
 
     assert result.exit_code == 2 and "holds no verified release older than vLLM 0.31.0" in result.output
+
+
+def test_the_source_release_is_the_one_the_code_imports_from(tmp_path: Path) -> None:
+    """A package declaring `>=0.31.0` whose code imports a name 0.32.0 moved away was written for 0.31.0: that
+    is the release it migrates from, said with the name that shows it, and the 0.31-era import is rewritten."""
+    pyproject = (FIXTURE / "pyproject.toml").read_text().replace('vllm = ">=0.31.0,<0.32"', 'vllm = ">=0.31.0"')
+    root = build_file_tree(
+        {
+            "pyproject.toml": pyproject,
+            "src/fx_uvicorn_kv/__init__.py": '"""A plugin."""\n',
+            PLUGIN: '''
+                """Loads a chat template the way vLLM 0.31 offered it."""
+
+                from vllm.entrypoints.chat_utils import load_chat_template
+
+
+                def register() -> None:
+                    load_chat_template
+            ''',
+        },
+        tmp_path / "fx",
+    )
+
+    result = run_cli("migrate", "--vllm", "0.33.0", "--project", str(root), "--dry-run")
+
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        "from vLLM 0.31.0 to 0.33.0 (0.31.0: the newest release of its range >=0.31.0 with every vLLM name the "
+        "code imports: vllm.entrypoints.chat_utils.load_chat_template is gone from 0.32.0)"
+    )
+    assert (
+        "rewrite src/fx_uvicorn_kv/plugin.py: from vllm.entrypoints.chat_utils import load_chat_template -> from "
+        "vllm.renderers.chat_utils.chat_template import load_chat_template" in result.output
+    )
+    assert not [line for line in result.output.splitlines() if line.startswith("left ")], result.output

@@ -350,7 +350,7 @@ def test_an_unchanged_package_with_non_default_and_derived_answers_is_up_to_date
 
     plan = plan_update(root)
 
-    assert (plan.writes, plan.removals, plan.conflicts) == ({}, [], [])
+    assert plan.changes.empty and plan.conflicts == []
 
 
 ROUND_ONE = Path(__file__).parent / "fixtures/round1/northwind_fused_activation_ops"
@@ -436,3 +436,67 @@ def test_check_update_refuses_a_directory_that_is_no_package_with_one_line(tmp_p
     assert len(result.output.strip().splitlines()) == 1 and "no pyproject.toml" in result.output
     assert "vllm-scaffold check-update" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_check_update_is_not_up_to_date_while_an_earlier_update_left_markers(package: Path) -> None:
+    edit(package / DOC, lambda text: text.replace(OLD_HEADING, "## What our hooks do"))
+    assert run_update(package).exit_code == 1  # the templates are current now; the markers remain
+
+    result = run_check(package)
+
+    assert result.exit_code == 1, result.output
+    assert "up to date:" not in result.output
+    assert f"unresolved {DOC}: conflict markers from an earlier update remain" in result.output
+
+
+def test_update_keeps_a_harness_wheel_of_the_same_version_with_other_content(package: Path) -> None:
+    (wheel,) = (package / "wheels").iterdir()
+    other = wheel.read_bytes() + b"\0"  # another build of the same harness version
+    wheel.write_bytes(other)
+
+    result = run_update(package)
+
+    assert result.exit_code == 0, result.output
+    assert f"kept    wheels/{wheel.name}: this tool builds the same harness version" in result.output
+    assert wheel.read_bytes() == other
+
+
+def test_a_vllm_range_add_and_migrate_refuse_is_refused_alike_by_update_and_check_update(tmp_path: Path) -> None:
+    root = generate(tmp_path / PACKAGE)
+    document = tomlkit.parse((root / "pyproject.toml").read_text())
+    document["tool"]["vllm-scaffold"]["vllm"] = 42  # type: ignore[index]
+    (root / "pyproject.toml").write_text(tomlkit.dumps(document))
+    before = snapshot(root)
+
+    results = {
+        "add": run_cli("add", "logits-processor", "target", "--defaults", "--project", str(root)),
+        "update": run_update(root),
+        "check-update": run_check(root),
+        "migrate": run_cli("migrate", "--vllm", "0.33.0", "--project", str(root)),
+    }
+
+    for command, result in results.items():
+        assert result.exit_code == 2, (command, result.output)
+        assert "pyproject.toml [tool.vllm-scaffold] vllm: '42' is not a PEP 440" in result.output, command
+    assert len({result.output for result in results.values()}) == 1  # the same one-line error
+    assert snapshot(root) == before
+
+
+def test_a_component_is_removed_by_deleting_its_manifest_entry_then_updating(tmp_path: Path) -> None:
+    root = generate(tmp_path / PACKAGE)
+    fresh = snapshot(root)
+    assert run_cli("add", "logits-processor", "target", "--defaults", "--project", str(root)).exit_code == 0
+    document = tomlkit.parse((root / "pyproject.toml").read_text())
+    components = document["tool"]["vllm-scaffold"]["components"]  # type: ignore[index]
+    components.remove(next(c for c in components if c["name"] == "target"))  # type: ignore[union-attr]
+    (root / "pyproject.toml").write_text(tomlkit.dumps(document))
+    assert run_check(root).exit_code == UPDATE_AVAILABLE
+
+    result = run_update(root)
+
+    assert result.exit_code == 0, result.output
+    assert "remove  .vllm-scaffold/logits-processor-target.yml: its component is no longer in" in result.output
+    assert f"remove  src/{PACKAGE}/target/__init__.py" in result.output
+    # every trace of the component is gone: files, entry points, registration, README row, record, snapshot
+    assert snapshot(root) == fresh
+    assert run_check(root).exit_code == 0

@@ -9,8 +9,10 @@ import typer
 
 from vllm_scaffold.cli.options import reporting
 
-# generate/check_update.py's UPDATE_AVAILABLE, repeated so `--help` needs no import of the generator.
+# generate/check_update.py's UPDATE_AVAILABLE and UNRESOLVED, repeated so `--help` needs no import of the
+# generator.
 UPDATE_AVAILABLE = 3
+UNRESOLVED = 1
 
 
 def command(
@@ -21,7 +23,8 @@ def command(
     Writes nothing.
 
     Exit codes: 0 when the package matches the installed templates, 3 when an update is available (the
-    changed templates and the files the update would change are listed), 2 on bad input.
+    changed templates and the files the update would change are listed), 1 when none is but files still
+    hold the conflict markers of an earlier update (listed), 2 on bad input.
     """
     with reporting():
         from vllm_scaffold.generate.check_update import check_update
@@ -31,3 +34,5 @@ def command(
         console.lines(result.lines())
     if result.available:
         raise typer.Exit(UPDATE_AVAILABLE)
+    if result.unresolved:
+        raise typer.Exit(UNRESOLVED)

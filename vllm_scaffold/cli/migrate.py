@@ -17,8 +17,9 @@ def command(
 ) -> None:
     """Rewrite a package for names vLLM moved.
 
-    Imports of names vLLM moved, and keywords it renamed, between the release the package targets (the
-    newest verified one in its [tool.vllm-scaffold] vllm range) and --vllm VERSION.
+    Imports of names vLLM moved, and keywords it renamed, between the release the package's code was
+    written for (the newest verified one in its [tool.vllm-scaffold] vllm range that has every vLLM name
+    the code imports) and --vllm VERSION.
 
     Each rewrite is listed with what and why; what is left (doctor --vllm VERSION on the rewritten code) is
     listed with doctor's codes, and the exit code is 1 when an error is left.
@@ -28,7 +29,7 @@ def command(
         from vllm_scaffold.terminal import console
 
         migration = plan_migration(project, vllm)
-        console.line(f"from vLLM {migration.source} to {migration.target}")
+        console.line(f"from vLLM {migration.source} to {migration.target} ({migration.source}: {migration.why})")
         console.lines([rewrite.line() for rewrite in migration.rewrites] or ["nothing to rewrite"])
         console.lines(migration.left)
         if dry_run:

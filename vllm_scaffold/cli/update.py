@@ -28,7 +28,7 @@ def command(
         plan = plan_update(project)
         console.lines(plan.lines or ["up to date: the package matches the installed templates"])
         if dry_run:
-            console.lines(plan.diffs)
+            console.lines(plan.diff())
             console.line("dry run: nothing was written")
         else:
             plan.apply()

@@ -6,9 +6,10 @@ One pass, nothing written before the last step (docs/architecture.md):
   questions), `answers` (`--data` checked against them), `formatting` and `wrapping` (lint-clean output);
 - plan: `component` (everything one component adds), `wiring` (which general plugin registers it),
   `pyproject_edit` (tomlkit edits), `names` (package and component names);
-- check and write: `changeset` (the one way anything reaches a user's project);
+- check and write: `changeset` (the one plan type of `new`, `add`, `update` and `migrate`, and the one way
+  anything reaches a user's project);
 - the commands: `scaffold` (`new`, `add`), `snapshot` (the base snapshot `update` merges against),
-  `update` and `merge` (`update`'s three-way merge).
+  `update` and `merge` (`update`'s three-way merge), `check_update`, `migrate`.
 
 Nothing here prints or asks: the terminal layer passes in what it needs (an `Asker` for copier's questions).
 """

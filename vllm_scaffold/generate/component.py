@@ -68,14 +68,12 @@ def base_context(project: Project, seam: str, name: str, module: str) -> dict[st
 
 
 def vllm_range(project: Project) -> str:
-    """The project's declared vLLM range (every verified release when it declares none), checked."""
+    """The project's declared vLLM range (every verified release when it declares none), checked: the one
+    refusal of a range `add`, `update`, `check-update` and `migrate` cannot work with."""
     declared = str(project.manifest.get("vllm", vllm_facts.declared_range()))
     problem = vllm_facts.range_problem(declared)
     if problem:
-        raise ScaffoldError(
-            f"pyproject.toml [tool.vllm-scaffold] vllm: {problem}",
-            "fix that value (or remove it to take the verified range)",
-        )
+        raise ScaffoldError(f"pyproject.toml [tool.vllm-scaffold] vllm: {problem}", "fix that value")
     return declared
 
 
@@ -144,8 +142,9 @@ def add_component(
     *,
     module: str,
     ask: Asker | None = None,
-) -> None:
-    """Records every creation and edit that adding component `name` of `seam` to `project` implies.
+) -> dict[str, Any]:
+    """Records every creation and edit that adding component `name` of `seam` to `project` implies; returns
+    the answers its record holds (the derived names and the template's answers).
 
     The caller has checked the name (`check_component_name`) and routed `data` to the template (`split_data`).
     """
@@ -173,9 +172,9 @@ def add_component(
         changes.notes += defaulted_choices(seam.template, data, answers)
     changes.notes += _name_names_another_op(seam, name, answers)
     _check_single_slots(project, seam, name, answers)
-    answers_file(changes, f"{seam.key}-{name}", seam.template, {**context, **answers})
-
     fields = {**context, **answers}
+    answers_file(changes, f"{seam.key}-{name}", seam.template, fields)
+
     for entry_point in seam.entry_points:
         changes.keys.append(
             pyproject_edit.add_entry_point(
@@ -198,6 +197,7 @@ def add_component(
         _add_registration(changes, f"{project.package_dir}/{PLUGIN_MODULE}.py", seam.registration.format_map(fields))
     if (project.root / "README.md").is_file():
         _add_readme_row(changes, seam, name, module, fields)
+    return fields
 
 
 def defaulted_choices(template: str, data: dict[str, str], answers: dict[str, Any]) -> list[str]:

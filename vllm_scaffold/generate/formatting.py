@@ -17,19 +17,19 @@ from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.generate.wrapping import wrap_prose
-from vllm_scaffold.project.ruff_settings import ruff_settings
+from vllm_scaffold.project.ruff_settings import RuffSettings, ruff_settings
 
 # What `ruff format` formats: Python modules, and the Python code blocks of Markdown pages.
 FORMATTED_SUFFIXES = (".py", ".md")
 
 
-def ruff_config(root: Path, package: str) -> list[str]:
-    """The `--config` arguments that make ruff format like the project at `root`, whose import package is `package`.
+def ruff_config(settings: RuffSettings, package: str) -> list[str]:
+    """The `--config` arguments that make ruff format like a project of `settings`, whose import package is
+    `package`.
 
     The files are formatted in scratch space before the modules they import exist in the project, so ruff cannot
     find `package` on the project's `src` paths: it is named first-party explicitly, next to the project's own list.
     """
-    settings = ruff_settings(root)
     override = f"lint.isort.known-first-party = {[*settings.known_first_party, package]!r}"
     return [
         *(["--config", str(settings.config_file)] if settings.config_file else ["--isolated"]),
@@ -61,19 +61,20 @@ def format_sources(
                 (Path(scratch) / name).write_text(text, encoding="utf-8")
             root = Path(scratch)
         python = {relpath: path for relpath, path in paths.items() if relpath.endswith(".py")}
-        config = ruff_config(root, package)
+        settings = ruff_settings(root)
+        config = ruff_config(settings, package)
         if python:  # never without paths: ruff would then fix the project itself
             _ruff("check", "--fix-only", "--select", "I", *config, *map(str, python.values()), root=root)
         _ruff("format", *config, *map(str, paths.values()), root=root)
-        width = ruff_settings(root).line_length
-        wrapped = False
+        width = settings.line_length
+        wrapped = []
         for path in python.values():
             text = path.read_text(encoding="utf-8")
             if (refilled := wrap_prose(text, width)) != text:
                 path.write_text(refilled, encoding="utf-8")
-                wrapped = True
+                wrapped.append(path)
         if wrapped:  # a comment moved above its code line can let the formatter join that line again
-            _ruff("format", *config, *map(str, python.values()), root=root)
+            _ruff("format", *config, *map(str, wrapped), root=root)
         return {relpath: path.read_text(encoding="utf-8") for relpath, path in paths.items()}
 
 

@@ -17,7 +17,7 @@ with doctor's codes.
 
 from __future__ import annotations
 
-import difflib
+import ast
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -28,8 +28,11 @@ import libcst as cst
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.generate.changeset import Changeset
+from vllm_scaffold.generate.component import vllm_range
 from vllm_scaffold.project import Project
 from vllm_scaffold.vllm_facts import ReleaseIndex, Signature, Symbol
+from vllm_scaffold.vllm_facts.store import version_key
 
 SKIPPED_DIRS = {"build", "dist", "node_modules", "wheels"}
 
@@ -52,33 +55,80 @@ class Rewrite:
 
 @dataclass
 class Migration:
-    root: Path
-    source: str  # the release the package targets
+    changes: Changeset  # the rewritten modules: your code, written as rewritten (not formatted)
+    source: str  # the release the package's code was written for
     target: str
-    changes: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
+    why: str  # how `source` was chosen
     rewrites: list[Rewrite] = field(default_factory=list)
     left: list[str] = field(default_factory=list)  # doctor's findings on the rewritten package, one line each
     errors: int = 0  # how many of `left` are errors
 
+    @property
+    def root(self) -> Path:
+        return self.changes.root
+
     def diff(self) -> list[str]:
-        lines: list[str] = []
-        for path, (before, after) in sorted(self.changes.items()):
-            lines += difflib.unified_diff(
-                before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
-            )
-        return lines
+        return self.changes.diff()
 
     def apply(self) -> None:
-        from vllm_scaffold.atomic import write_atomically
-
-        for path, (_before, after) in self.changes.items():
-            write_atomically(self.root / path, after)
+        self.changes.apply()
 
 
-def source_release(project: Project, target: str) -> str:
-    """The release the package targets: the newest verified release in its declared range older than `target`."""
-    declared = str(project.manifest.get("vllm") or "")
-    return vllm_facts.which_release(vllm_facts.Targeted(declared, target, project.root / "pyproject.toml")).version
+def source_release(project: Project, target: str, imported: list[str]) -> tuple[str, str]:
+    """The release the package's code was written for, and why: of the verified releases in its declared range
+    older than `target`, the newest that has every vLLM name the code imports (`imported`), else the one that
+    has the most of them (the newest of those). The code is the evidence: a package declaring `>=0.31.0`
+    whose code imports a name only 0.31.0 has was written for 0.31.0, whatever newer releases it accepts."""
+    if project.manifest.get("vllm") is None:
+        raise ScaffoldError(
+            f"{project.root / 'pyproject.toml'} declares no [tool.vllm-scaffold] vllm range",
+            f'declare the vLLM releases the package targets there, e.g. vllm = "{vllm_facts.example_range()}"',
+        )
+    declared = vllm_range(project)
+    older = [v for v in vllm_facts.checked_in(declared) if version_key(v) < version_key(target)]
+    if not older:
+        raise ScaffoldError(
+            f"the package's range {declared} holds no verified release older than vLLM {target}",
+            "migrate moves a package to a newer release than the ones it declares",
+        )
+    if len(older) == 1 or not imported:
+        return older[-1], f"the newest verified release of its range {declared} older than {target}"
+    found = {
+        version: [name for name in imported if vllm_facts.release(version).resolve(name).exists] for version in older
+    }
+    source = max(reversed(older), key=lambda version: len(found[version]))  # the newest of the best
+    if len(found[source]) == len(imported):
+        newer = [version for version in older if version_key(version) > version_key(source)]
+        if not newer:
+            return (
+                source,
+                f"the newest release of its range {declared} older than {target}, with every vLLM name it imports",
+            )
+        gone = next(name for name in imported if name not in found[newer[0]])
+        return source, (
+            f"the newest release of its range {declared} with every vLLM name the code imports: {gone} is gone "
+            f"from {newer[0]}"
+        )
+    return source, (
+        f"the release of its range {declared} with the most of the vLLM names the code imports "
+        f"({len(found[source])} of {len(imported)})"
+    )
+
+
+def imported_names(root: Path) -> list[str]:
+    """The vLLM names (and modules) the project's Python files import, each once, in order."""
+    names: dict[str, None] = {}
+    for path in python_files(root):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "vllm":
+                names.update((f"{node.module}.{alias.name}", None) for alias in node.names if alias.name != "*")
+            elif isinstance(node, ast.Import):
+                names.update((alias.name, None) for alias in node.names if alias.name.split(".")[0] == "vllm")
+    return list(names)
 
 
 def _definition(index: ReleaseIndex, symbol: Symbol) -> Any:
@@ -291,9 +341,17 @@ def plan_migration(root: Path, target: str) -> Migration:
             f"no pyproject.toml in {root}", "run 'vllm-scaffold migrate' in a plugin package, or pass --project DIR"
         )
     project = Project.load(root)
-    source = source_release(project, target)
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(target)
+    except InvalidVersion:
+        raise ScaffoldError(
+            f"--vllm {target} is not a vLLM version", f"pass a release such as {vllm_facts.default_version()}"
+        ) from None
+    source, why = source_release(project, target, imported_names(root))
     releases = Releases(vllm_facts.release(source), vllm_facts.release(target))
-    migration = Migration(root, source, target)
+    migration = Migration(Changeset(root, project.package), source, target, why)
     for path in python_files(root):
         relpath = path.relative_to(root).as_posix()
         before = path.read_text(encoding="utf-8")
@@ -304,7 +362,7 @@ def plan_migration(root: Path, target: str) -> Migration:
         rewriter = _Rewriter(releases, relpath, target)
         after = module.visit(rewriter).code
         if after != before:
-            migration.changes[relpath] = (before, after)
+            migration.changes.edit(relpath, after, checked=True)
             migration.rewrites += rewriter.rewrites
     _left_for_doctor(migration)
     return migration
@@ -319,8 +377,8 @@ def _left_for_doctor(migration: Migration) -> None:
         shutil.copytree(
             migration.root, copy, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", *SKIPPED_DIRS)
         )
-        for relpath, (_before, after) in migration.changes.items():
-            (copy / relpath).write_text(after, encoding="utf-8")
+        for relpath, (_before, after) in migration.changes.edited.items():
+            (copy / relpath).write_bytes(after.encode("utf-8") if isinstance(after, str) else after)
         (report,) = diagnose_releases(copy, [migration.target])
     for finding in report.findings:
         if finding.severity.value == "info":

@@ -9,8 +9,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from vllm_scaffold import harness_requirement
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.errors import ScaffoldError
@@ -108,7 +106,7 @@ def new_package(
             changes.check()
             return Result(dest, changes, written=False, new_package=True, built=built)
         changes.apply()
-        snapshot.record(stage)
+        snapshot.record(changes)
         harness_wheel.write_into(stage / harness_wheel.WHEELS_DIR)
         try:
             if dest.exists():
@@ -141,17 +139,14 @@ def add_to_project(
     check_component_name(project, name, name)
     (seam_data,) = split_data(data, seam.template)
     changes = Changeset(project.root, project.package)
-    add_component(changes, project, seam, name, seam_data, module=name, ask=ask)
+    answers = add_component(changes, project, seam, name, seam_data, module=name, ask=ask)
     changes.check()
     # The snapshot takes the same component with the answers just given, so `update` can merge against it.
-    answers = yaml.safe_load(changes.created[f"{snapshot.RECORDS_DIR}/{seam.key}-{name}.yml"])["answers"]
     (base_data,) = split_data(recorded_data(seam.template, answers), seam.template)
     base = snapshot.plan_on_base(
         project,
         lambda on_base, base_project: add_component(on_base, base_project, seam, name, base_data, module=name),
     )
-    if base is not None:
-        base.check()
     if not dry_run:
         changes.apply()
         if base is not None:

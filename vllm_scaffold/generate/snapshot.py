@@ -37,12 +37,15 @@ def base_files(root: Path) -> dict[str, str] | None:
     return generated_files(base) if base.is_dir() else None
 
 
-def record(root: Path) -> None:
-    """Writes the snapshot of the freshly generated package at `root` (nothing else is in it yet)."""
-    for relpath, content in generated_files(root).items():
-        target = root / BASE_DIR / relpath
+def record(changes: Changeset) -> None:
+    """Writes the snapshot of the package `changes` has just generated (the whole package: nothing else is in
+    it yet) from the content it wrote, without reading it back."""
+    for relpath, content in changes.created.items():
+        if relpath.startswith(f"{RECORDS_DIR}/"):
+            continue
+        target = changes.root / BASE_DIR / relpath
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
 
 
 def plan_on_base(project: Project, change: Callable[[Changeset, Project], None]) -> Changeset | None:
@@ -63,7 +66,7 @@ def plan_on_base(project: Project, change: Callable[[Changeset, Project], None])
     for relpath, content in scratch_changes.created.items():
         if relpath.startswith(f"{RECORDS_DIR}/"):
             continue  # the answers file goes to the project itself, not into its snapshot
-        changes.create(f"{BASE_DIR}/{relpath}", content)
+        changes.create(f"{BASE_DIR}/{relpath}", content, checked=True)
     for relpath, (_, after) in scratch_changes.edited.items():
-        changes.edit(f"{BASE_DIR}/{relpath}", after)
+        changes.edit(f"{BASE_DIR}/{relpath}", after, checked=True)
     return changes

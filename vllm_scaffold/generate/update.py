@@ -16,7 +16,6 @@ the snapshot is recorded for the next update.
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -27,11 +26,12 @@ from typing import Any
 
 import yaml
 
-from vllm_scaffold.atomic import write_atomically
 from vllm_scaffold.catalog import templated_seam
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.generate import harness_wheel, identity, snapshot
 from vllm_scaffold.generate.answers import recorded_data
+from vllm_scaffold.generate.changeset import Changeset, unified_diff
+from vllm_scaffold.generate.component import vllm_range
 from vllm_scaffold.generate.merge import merge_text, merge_toml
 from vllm_scaffold.generate.scaffold import PACKAGE_TEMPLATE, add_to_project, new_package
 from vllm_scaffold.project import Project, conflicts
@@ -40,33 +40,33 @@ PYPROJECT = "pyproject.toml"
 
 
 @dataclass
-class Plan:
-    root: Path
-    writes: dict[str, str | bytes] = field(default_factory=dict)  # relative path -> new content
-    removals: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # one per file or key that changes or needs the user
-    diffs: list[str] = field(default_factory=list)  # unified diffs of the working tree's changed files
+class Update:
+    """What `update` plans: the file changes, a line per file or key that changes or needs the user, and
+    what is left for the user to resolve."""
+
+    changes: Changeset
+    lines: list[str] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)  # the files of yours the dry run diffs (not the records)
     conflicts: list[str] = field(default_factory=list)  # paths (or pyproject keys) that need the user
 
+    @property
+    def root(self) -> Path:
+        return self.changes.root
+
+    def diff(self) -> list[str]:
+        return self.changes.diff(self.shown)
+
     def apply(self) -> None:
-        for relpath, content in self.writes.items():
-            write_atomically(self.root / relpath, content)
-        for relpath in self.removals:
-            path = self.root / relpath
-            path.unlink()
-            for parent in path.parents:
-                if parent == self.root or any(parent.iterdir()):
-                    break
-                parent.rmdir()
+        self.changes.apply()
 
 
-def plan_update(root: Path) -> Plan:
+def plan_update(root: Path) -> Update:
     """Everything `update` would write in the package at `root`; a ScaffoldError when it cannot update it."""
     root = root.absolute()
     records = read_records(root)
     fresh = render_fresh(records)
     generated = {path: text for path, text in fresh.items() if not path.startswith(f"{snapshot.RECORDS_DIR}/")}
-    plan = Plan(root)
+    plan = Update(Changeset(root, str(records[PACKAGE_TEMPLATE]["answers"].get("package"))))
     base = snapshot.base_files(root)
     changed = identity.changed_templates(records)
     if base is None and not changed:
@@ -88,9 +88,10 @@ def plan_update(root: Path) -> Plan:
     _plan_leftover_conflicts(plan, generated)
     _plan_snapshot(plan, snapshot.base_files(root) or {}, generated)
     _plan_harness_wheel(plan)
+    _plan_dropped_records(plan, records)
     for relpath, text in fresh.items():
         if relpath not in generated and _current(root, relpath) != text:
-            plan.writes[relpath] = text  # the answers records, now naming this tool version
+            plan.changes.write(relpath, text, checked=True)  # the answers records, now naming this tool version
     return plan
 
 
@@ -103,6 +104,7 @@ def read_records(root: Path, command: str = "update") -> dict[str, dict[str, Any
             f"run 'vllm-scaffold {command}' in a package made by 'vllm-scaffold new', or pass --project DIR",
         )
     project = Project.load(root)
+    vllm_range(project)  # a range add and migrate refuse is no package to call up to date either
     records_dir = root / snapshot.RECORDS_DIR
     stems = [PACKAGE_TEMPLATE] + [f"{c.get('seam')}-{c.get('name')}" for c in project.components()]
     if len(stems) == 1:
@@ -188,7 +190,7 @@ def _current(root: Path, relpath: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
-def _plan_merge(plan: Plan, base: dict[str, str], generated: dict[str, str]) -> None:
+def _plan_merge(plan: Update, base: dict[str, str], generated: dict[str, str]) -> None:
     for relpath in sorted(set(base) | set(generated)):
         was, now, yours = base.get(relpath), generated.get(relpath), _current(plan.root, relpath)
         if now is None:
@@ -214,19 +216,19 @@ def _plan_merge(plan: Plan, base: dict[str, str], generated: dict[str, str]) -> 
                 _write(plan, relpath, yours, merged.text, "update  ")
 
 
-def _plan_dropped(plan: Plan, relpath: str, was: str | None, yours: str | None) -> None:
+def _plan_dropped(plan: Update, relpath: str, was: str | None, yours: str | None) -> None:
     """A file the templates no longer generate: removed if you never edited it, else kept and listed."""
     if yours is None:
         return
     if yours == was:
-        plan.removals.append(relpath)
+        plan.changes.remove(relpath)
         plan.lines.append(f"remove  {relpath}")
-        plan.diffs += _diff(relpath, yours, "")
+        plan.shown.append(relpath)
     else:
         plan.lines.append(f"kept    {relpath}: the templates no longer generate it, and you edited it")
 
 
-def _plan_review(plan: Plan, generated: dict[str, str]) -> None:
+def _plan_review(plan: Update, generated: dict[str, str]) -> None:
     """Without a base: new files created, missing pyproject keys added, every other difference a .rej diff."""
     for relpath, now in sorted(generated.items()):
         yours = _current(plan.root, relpath)
@@ -239,64 +241,90 @@ def _plan_review(plan: Plan, generated: dict[str, str]) -> None:
             plan.lines += [f"review  {PYPROJECT} {key}: yours differs from the template" for key in merged.keys]
         elif yours != now:
             plan.conflicts.append(relpath)
-            plan.writes[f"{relpath}.rej"] = "\n".join(_diff(relpath, yours, now)) + "\n"
+            plan.changes.write(f"{relpath}.rej", "\n".join(unified_diff(relpath, yours, now)) + "\n", checked=True)
             plan.lines.append(f"review  {relpath}.rej (your file against the current template)")
 
 
-def _plan_leftover_conflicts(plan: Plan, generated: dict[str, str]) -> None:
+def _plan_leftover_conflicts(plan: Update, generated: dict[str, str]) -> None:
     """Files that still hold conflict markers an earlier update wrote: listed and counted as conflicts, so the
     package is never called up to date (nor the exit code 0) until they are resolved."""
     newly = set(plan.conflicts)
     for relpath in sorted(set(generated) - newly):
-        text = plan.writes.get(relpath)
+        text = plan.changes.planned(relpath)
         lines = conflicts.marker_lines(text) if isinstance(text, str) else None
         if lines is None:
-            lines = [line for _, line in conflicts.unresolved(plan.root, [relpath]).items()]
+            lines = list(conflicts.unresolved(plan.root, [relpath]).values())
         if lines:
             plan.conflicts.append(relpath)
-            plan.lines.append(
-                f"unresolved {relpath}: conflict markers from an earlier update remain (line {lines[0]}); keep the "
-                f"lines you want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}' and delete "
-                "the markers"
-            )
+            plan.lines.append(unresolved_line(relpath, lines[0]))
 
 
-def _plan_harness_wheel(plan: Plan) -> None:
-    """The harness wheel in wheels/ becomes this tool's, replacing other builds of the harness there.
+def unresolved_line(relpath: str, line: int) -> str:
+    """How `update` and `check-update` name a file that still holds the conflict markers of an earlier update."""
+    return (
+        f"unresolved {relpath}: conflict markers from an earlier update remain (line {line}); keep the lines you "
+        f"want between '{conflicts.YOURS_MARKER}' and '{conflicts.TEMPLATE_MARKER}' and delete the markers"
+    )
 
-    Only where the package keeps one: a package whose `wheels/` is gone installs the harness from PyPI.
+
+def unresolved(root: Path) -> dict[str, int]:
+    """The generated files of the package at `root` (those its base snapshot lists) that still hold conflict
+    markers, with the first marker's line; nothing is rendered."""
+    return conflicts.unresolved(root, sorted(snapshot.base_files(root) or {}))
+
+
+def dropped(root: Path, records: dict[str, dict[str, Any]]) -> list[str]:
+    """The answers records (by file stem) of components gone from [[tool.vllm-scaffold.components]]: how a
+    component is removed, its files going with it on the next update."""
+    return [path.stem for path in sorted((root / snapshot.RECORDS_DIR).glob("*.yml")) if path.stem not in records]
+
+
+def _plan_dropped_records(plan: Update, records: dict[str, dict[str, Any]]) -> None:
+    for stem in dropped(plan.root, records):
+        relpath = f"{snapshot.RECORDS_DIR}/{stem}.yml"
+        plan.changes.remove(relpath)
+        plan.lines.append(f"remove  {relpath}: its component is no longer in [[tool.vllm-scaffold.components]]")
+
+
+def _plan_harness_wheel(plan: Update) -> None:
+    """The harness wheel in wheels/ becomes this tool's, replacing other versions of the harness there.
+
+    Only where the package keeps one: a package whose `wheels/` is gone installs the harness from PyPI. A
+    wheel of the same version is never swapped for other bytes: pip treats the two as one release (it would
+    not reinstall it, and the package's history would show a changed file under an unchanged version), so
+    it is kept and listed.
     """
     folder = plan.root / harness_wheel.WHEELS_DIR
     if not folder.is_dir():
         return
     name, content = harness_wheel.wheel()
     path = folder / name
-    if not path.is_file() or path.read_bytes() != content:
-        plan.writes[f"{harness_wheel.WHEELS_DIR}/{name}"] = content
-        plan.lines.append(f"{'update  ' if path.is_file() else 'create  '}{harness_wheel.WHEELS_DIR}/{name}")
+    if not path.is_file():
+        plan.changes.create(f"{harness_wheel.WHEELS_DIR}/{name}", content, checked=True)
+        plan.lines.append(f"create  {harness_wheel.WHEELS_DIR}/{name}")
+    elif path.read_bytes() != content:
+        plan.lines.append(
+            f"kept    {harness_wheel.WHEELS_DIR}/{name}: this tool builds the same harness version with other "
+            "content, and pip takes one for the other; to take this tool's, delete it and run update again"
+        )
     for stale in sorted(folder.glob("vllm_scaffold_testing-*.whl")):
         if stale.name != name:
-            plan.removals.append(f"{harness_wheel.WHEELS_DIR}/{stale.name}")
+            plan.changes.remove(f"{harness_wheel.WHEELS_DIR}/{stale.name}")
             plan.lines.append(f"remove  {harness_wheel.WHEELS_DIR}/{stale.name}")
 
 
-def _plan_snapshot(plan: Plan, base: dict[str, str], generated: dict[str, str]) -> None:
+def _plan_snapshot(plan: Update, base: dict[str, str], generated: dict[str, str]) -> None:
     """The base snapshot becomes the fresh render."""
     for relpath, text in generated.items():
         if base.get(relpath) != text:
-            plan.writes[f"{snapshot.BASE_DIR}/{relpath}"] = text
-    plan.removals += [f"{snapshot.BASE_DIR}/{relpath}" for relpath in sorted(set(base) - set(generated))]
+            plan.changes.write(f"{snapshot.BASE_DIR}/{relpath}", text, checked=True)
+    for relpath in sorted(set(base) - set(generated)):
+        plan.changes.remove(f"{snapshot.BASE_DIR}/{relpath}")
 
 
-def _write(plan: Plan, relpath: str, yours: str | None, after: str, verb: str, detail: str = "") -> None:
+def _write(plan: Update, relpath: str, yours: str | None, after: str, verb: str, detail: str = "") -> None:
     if after == yours:
         return
-    plan.writes[relpath] = after
+    plan.changes.write(relpath, after, checked=True)  # your text merged with a checked render: yours to judge
     plan.lines.append(f"{verb}{relpath}{detail}")
-    plan.diffs += _diff(relpath, yours or "", after)
-
-
-def _diff(relpath: str, before: str, after: str) -> list[str]:
-    return list(
-        difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{relpath}", f"b/{relpath}", lineterm="")
-    )
+    plan.shown.append(relpath)

@@ -43,7 +43,8 @@ def wrap_prose(source: str, width: int) -> str:
             joined = " ".join([line, *(text[i].strip() for i in range(index + 1, end + 1))])
             replacements[index] = _fill(joined, width, continuation)
             replacements.update((i, []) for i in range(index + 1, end + 1))
-    comments = _comments(source)
+    # Only a too-long line with a `#` in it can hold a comment to re-fill: tokenizing is the slow part.
+    comments = _comments(source) if any(len(line) > width and "#" in line for line in text) else []
     full_line = {index: column for index, column, _ in comments if not text[index][:column].strip()}
     for index, column, comment in comments:
         line = text[index]
@@ -107,9 +108,7 @@ def fill_words(text: str, width: int, *, initial_indent: str = "", subsequent_in
 def _docstrings(source: str) -> list[tuple[int, int, str]]:
     """(first line, last line, body indentation) of each module, class and function docstring, 0-based."""
     found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
+    for node in _scopes(ast.parse(source)):
         first = node.body[0] if node.body else None
         if (
             isinstance(first, ast.Expr)
@@ -118,7 +117,25 @@ def _docstrings(source: str) -> list[tuple[int, int, str]]:
             and first.end_lineno is not None
         ):
             found.append((first.lineno - 1, first.end_lineno - 1, " " * first.col_offset))
-    return found
+    return sorted(found)
+
+
+_Scope = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+# The fields of a statement that hold statements: where a class or function can be defined.
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _scopes(module: ast.Module) -> list[_Scope]:
+    """The module and every class and function in it, found through statements only (expressions hold none)."""
+    scopes: list[_Scope] = []
+    pending: list[ast.AST] = [module]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _Scope):
+            scopes.append(node)
+        for name in _BODIES:
+            pending += getattr(node, name, ())
+    return scopes
 
 
 def _comments(source: str) -> list[tuple[int, int, str]]:

@@ -321,4 +321,3 @@ def guard_at(module: Module, node: ast.AST) -> GuardKind | None:
                 return kind
             guard = kind
     return guard
-
