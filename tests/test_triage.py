@@ -18,6 +18,7 @@ from textwrap import dedent
 import pytest
 
 from tests.helpers import build_file_tree, once_per_run, run_cli
+from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import SETTING
 from vllm_scaffold.route.triage import triage
@@ -1254,3 +1255,83 @@ def test_hooks_of_one_module_around_one_new_function_are_one_patch(wheel: Path, 
     assert result.commands() == [f"vllm-scaffold add patch engine_core_add_request --data target={target}"]
     assert {e.route.route for e in result.entries} == {"patch"}
     assert "EngineCore.step" in result.entries[0].route.note
+
+
+def test_a_name_its_own_module_binds_is_not_the_fork_s_new_code(wheel: Path, tmp_path: Path) -> None:
+    """A fork adds a `logger` to one module and, elsewhere, a log line that uses that module's own `logger`:
+    the new value is not code the log line uses, so it does not go where that change goes."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/sampler.py": [
+            (
+                "from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler\n",
+                "from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler\n\n"
+                "from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n",
+            )
+        ],
+        "vllm/v1/sample/ops/topk_topp_sampler.py": [
+            (
+                "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n",
+                "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n"
+                "        logger.debug_once('acme: native top-k/top-p')\n",
+            )
+        ],
+    }
+    routes = {e.symbol: e.route for e in triage(build_fork(wheel, tmp_path / "fork", edits)).entries}
+    assert routes["vllm.v1.sample.sampler.logger"].why == load_routes().reason("unreferenced")
+    assert routes["vllm.v1.sample.ops.topk_topp_sampler.TopKTopPSampler.forward_native"].route == "patch"
+
+
+def test_a_config_method_that_sets_a_new_field_is_the_setting_s(wheel: Path, tmp_path: Path) -> None:
+    """A new field of a configuration class that its validator fills: both are the setting a plugin reads
+    from --additional-config, not a fork and a patch."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/config/parallel.py": [
+            (
+                "    data_parallel_size: int = Field(default=1, ge=1)\n",
+                "    data_parallel_size: int = Field(default=1, ge=1)\n"
+                "    acme_dp_size_original: int = Field(default=1, init=False)\n",
+            ),
+            (
+                "    def _validate_parallel_config(self) -> Self:\n",
+                "    def _validate_parallel_config(self) -> Self:\n"
+                "        self.acme_dp_size_original = self.data_parallel_size\n",
+            ),
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert result.settings == ["acme_dp_size_original"] and result.commands() == []
+    assert {e.route.route for e in result.entries} == {SETTING}
+
+
+def test_methods_of_one_class_calling_one_new_helper_module_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """Two methods of the sampler each call another function of the fork's new helper module: one feature,
+    one patch item that takes the helpers with it."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/sampler.py": [
+            (
+                "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n",
+                "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n"
+                "        logits = acme_ops.soft_clamp(logits)\n",
+            ),
+            (
+                "        return logits.log_softmax(dim=-1, dtype=torch.float32)\n",
+                "        return acme_ops.stable_log_softmax(logits)\n",
+            ),
+            ("import torch.nn as nn\n", "import torch.nn as nn\n\nfrom vllm.v1.sample import acme_ops\n"),
+        ],
+        "vllm/v1/sample/acme_ops.py": """
+            import torch
+
+
+            def soft_clamp(logits: torch.Tensor) -> torch.Tensor:
+                return 50.0 * torch.tanh(logits / 50.0)
+
+
+            def stable_log_softmax(logits: torch.Tensor) -> torch.Tensor:
+                return soft_clamp(logits).float().log_softmax(dim=-1)
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert result.commands() == [PATCH_CMD]
+    assert {e.route.route for e in result.entries} == {"patch"}
+    assert "Sampler.compute_logprobs" in result.entries[-1].route.note

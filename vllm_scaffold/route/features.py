@@ -137,8 +137,9 @@ def footprint(change: Change) -> Footprint:
     return Footprint(_distinct(introduced), _distinct(uses - introduced))
 
 
-def features(changes: list[Change]) -> list[list[int]]:
-    """The changes grouped by what ties them (one uses a name another adds), each group in source order."""
+def features(changes: list[Change], router: Router) -> list[list[int]]:
+    """The changes grouped by what ties them (one uses a name another adds, where its module may mean that
+    one, or both add it), each group in source order."""
     prints = [footprint(change) for change in changes]
     parent = list(range(len(changes)))
 
@@ -151,11 +152,14 @@ def features(changes: list[Change]) -> list[list[int]]:
     by_name: dict[str, list[int]] = {}
     for number, found in enumerate(prints):
         for name in found.introduced:
+            if name in by_name:  # a field a class declares and its method sets: one feature
+                parent[find(number)] = find(by_name[name][0])
             by_name.setdefault(name, []).append(number)
     for number, found in enumerate(prints):
         for name in found.uses:
             for other in by_name.get(name, []):
-                parent[find(number)] = find(other)
+                if router.may_mean(changes[number].module, changes[other].module, name):
+                    parent[find(number)] = find(other)
     groups: dict[int, list[int]] = {}
     for number in range(len(changes)):
         groups.setdefault(find(number), []).append(number)
@@ -239,7 +243,7 @@ def route_features(router: Router, changes: list[Change], routes: list[Route]) -
     largest first."""
     rules = load_rules()
     routes = list(routes)
-    groups = features(changes)
+    groups = features(changes, router)
     found: list[Feature] = []
     # a router added to vLLM's server joins the endpoint component
     routers = rules["routers"]
@@ -296,8 +300,9 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
             continue
         if change.kind == CLASS and not new_fields(change):
             continue  # a changed default, not a new key
-        if change.kind != CLASS and not footprint(change).uses & set(keys):
-            continue
+        touched = footprint(change)
+        if change.kind != CLASS and not (touched.uses | touched.introduced) & set(keys):
+            continue  # neither reads nor sets a new key
         routes[number] = Route(SETTING, why, answers=tuple((key, "") for key in keys))
         members.append(number)
     return Feature(tuple(members), "engine_arguments", rule.evidence, tuple(keys))
@@ -305,10 +310,10 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
 
 def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None:
     """The patches changed alike become one patch: functions and methods of one module whose changes touch a
-    new name in common (a new field they all read or set, a new hook they all call), methods of one class named
-    alike (`forward_cuda`,
-    `forward_native`) changed the same way, and functions or methods anywhere whose new statements are mostly
-    the same (one check added to several handlers). The patch is named after the first, with the common stem
+        new name in common (a new field they all read or set, a new hook they all call), methods of one class named
+        alike (`forward_cuda`, `forward_native`) changed the same way, methods of one class that call new functions
+        of one other module (its new helpers), and functions or methods anywhere whose new statements are mostly the
+        same (one check added to several handlers). The patch is named after the first, with the common stem
     when its methods share one; new code that went with one of them goes with the patch."""
     patches = [
         n
@@ -323,10 +328,20 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
     owners = {n: f"{changes[n].module}.{changes[n].key.rsplit('.', 1)[0]}" for n in patches}
     stems = {n: changes[n].key.rsplit(".", 1)[-1].rsplit("_", 1)[0] for n in patches}
     statements = {n: {ast.dump(s) for s in _new_code(changes[n])} for n in patches}
+    # the other modules whose new functions and classes each patch calls: one new helper module, one feature
+    defined_in: dict[str, set[str]] = {}
+    for n in group:
+        if changes[n].change == ADDED and changes[n].kind in {FUNCTION, CLASS}:
+            defined_in.setdefault(changes[n].key.rsplit(".", 1)[-1], set()).add(changes[n].module)
+    helpers = {
+        n: {m for name in prints[n].uses for m in defined_in.get(name, ()) if m != changes[n].module} for n in patches
+    }
 
     def alike(one: int, other: int) -> bool:
         same_class = changes[one].kind == METHOD and owners[one] == owners[other]
         if changes[one].module == changes[other].module and (touched[one] & touched[other]):
+            return True
+        if same_class and helpers[one] & helpers[other]:
             return True
         if same_class and stems[one] == stems[other] and prints[one] == prints[other] and "_" in changes[one].key:
             return True

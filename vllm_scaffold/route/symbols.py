@@ -65,7 +65,12 @@ def route_all(
         for number, (_path, change, _b) in enumerate(changes):
             if routes[number] is not None:
                 continue
-            placed = [n for n in users.get(change.key.rsplit(".", 1)[-1], []) if n != number and routes[n] is not None]
+            leaf = change.key.rsplit(".", 1)[-1]
+            placed = [
+                n
+                for n in users.get(leaf, [])
+                if n != number and routes[n] is not None and router.may_mean(changes[n][1].module, change.module, leaf)
+            ]
             # code a component or patch uses moves with it; code only forked code uses stays with the fork
             placed.sort(key=lambda n: routes[n].route == FORK)  # type: ignore[union-attr]
             if placed:
