@@ -1335,3 +1335,308 @@ def test_methods_of_one_class_calling_one_new_helper_module_are_one_patch(wheel:
     assert result.commands() == [PATCH_CMD]
     assert {e.route.route for e in result.entries} == {"patch"}
     assert "Sampler.compute_logprobs" in result.entries[-1].route.note
+
+
+# A fork of one edit per seam, each written the way a vLLM developer adds that kind of thing inside vLLM's own
+# tree (a table entry, a factory call, an enum member, a decorator, a new subclass), all by one vendor: the
+# tool parser and the reasoning parser share the name "zeta". Each edit's symbols must route to its seam.
+ZETA_SEAMS: dict[str, dict[str, list[Edit] | str]] = {
+    "quantization": {
+        f"{Q}/__init__.py": [
+            ('    "fp8",\n', '    "fp8",\n    "zeta_w8",\n'),
+            ('        "fp8": Fp8Config,\n', '        "fp8": Fp8Config,\n        "zeta_w8": ZetaW8Config,\n'),
+            (
+                "    from .fp8 import Fp8Config\n",
+                "    from .fp8 import Fp8Config\n    from .zeta_w8 import ZetaW8Config\n",
+            ),
+        ],
+        f"{Q}/zeta_w8.py": """
+            from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+
+
+            class ZetaW8Config(QuantizationConfig):
+                @classmethod
+                def get_name(cls) -> str:
+                    return "zeta_w8"
+
+                @classmethod
+                def from_config(cls, config: dict) -> "ZetaW8Config":
+                    return cls()
+            """,
+    },
+    "kv-connector": {
+        f"{KV}/factory.py": [
+            (
+                'KVConnectorFactory.register_connector(\n    "ExampleConnector",',
+                'KVConnectorFactory.register_connector(\n    "ZetaStoreConnector",\n'
+                '    "vllm.distributed.kv_transfer.kv_connector.v1.zeta_store_connector",\n'
+                '    "ZetaStoreConnector",\n)\n\nKVConnectorFactory.register_connector(\n    "ExampleConnector",',
+            )
+        ],
+        f"{KV}/v1/zeta_store_connector.py": """
+            from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1
+
+
+            class ZetaStoreConnector(KVConnectorBase_V1):
+                def wait_for_layer_load(self, layer_name: str) -> None:
+                    return None
+            """,
+    },
+    "kv-offload": {
+        f"{OFFLOAD}/factory.py": [
+            (
+                "# Register various specs here.\n",
+                "# Register various specs here.\n"
+                'OffloadingSpecFactory.register_spec("ZetaDiskSpec", "vllm.v1.kv_offload.zeta_disk", "ZetaDiskSpec")\n',
+            )
+        ],
+        f"{OFFLOAD}/zeta_disk.py": """
+            from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+            class ZetaDiskSpec(OffloadingSpec):
+                def get_manager(self):
+                    raise NotImplementedError("the disk tier is read through its worker")
+            """,
+    },
+    "attention-backend": {
+        "vllm/v1/attention/backends/registry.py": [
+            (
+                '    CPU_ATTN = "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackend"\n',
+                '    CPU_ATTN = "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackend"\n'
+                '    ZETA_ATTN = "vllm.v1.attention.backends.zeta_attn.ZetaAttentionBackend"\n',
+            )
+        ],
+        "vllm/v1/attention/backends/zeta_attn.py": """
+            from vllm.v1.attention.backend import AttentionBackend
+
+
+            class ZetaAttentionBackend(AttentionBackend):
+                @staticmethod
+                def get_name() -> str:
+                    return "ZETA_ATTN"
+            """,
+    },
+    "model": {
+        "vllm/model_executor/models/registry.py": [
+            (
+                '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n',
+                '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
+                '    "ZetaForCausalLM": ("zeta", "ZetaForCausalLM"),\n',
+            )
+        ],
+        "vllm/model_executor/models/zeta.py": """
+            from torch import nn
+
+            from vllm.model_executor.models.llama import LlamaForCausalLM
+
+
+            class ZetaForCausalLM(LlamaForCausalLM):
+                packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+            """,
+    },
+    "platform": {
+        "vllm/platforms/__init__.py": [
+            (
+                "builtin_platform_plugins = {\n",
+                "def zeta_platform_plugin() -> str | None:\n"
+                '    return "vllm.platforms.zeta.ZetaPlatform" if os.path.exists("/dev/zeta0") else None\n\n\n'
+                "builtin_platform_plugins = {\n",
+            ),
+            (
+                '    "cpu": cpu_platform_plugin,\n',
+                '    "cpu": cpu_platform_plugin,\n    "zeta": zeta_platform_plugin,\n',
+            ),
+        ],
+        "vllm/platforms/zeta.py": """
+            from vllm.platforms.interface import Platform, PlatformEnum
+
+
+            class ZetaPlatform(Platform):
+                _enum = PlatformEnum.OOT
+                device_name = "zeta"
+                device_type = "zeta"
+            """,
+    },
+    "logits-processor": {
+        "vllm/v1/sample/logits_processor/__init__.py": [
+            (
+                "    MinPLogitsProcessor,\n]\n",
+                "    MinPLogitsProcessor,\n    ZetaNoRepeatLogitsProcessor,\n]\n",
+            ),
+            (
+                "    MinTokensLogitsProcessor,\n    process_dict_updates,\n",
+                "    MinTokensLogitsProcessor,\n    ZetaNoRepeatLogitsProcessor,\n    process_dict_updates,\n",
+            ),
+        ],
+        "vllm/v1/sample/logits_processor/builtin.py": [
+            (
+                "class MinPLogitsProcessor(LogitsProcessor):\n",
+                "class ZetaNoRepeatLogitsProcessor(LogitsProcessor):\n"
+                "    def is_argmax_invariant(self) -> bool:\n        return False\n\n\n"
+                "class MinPLogitsProcessor(LogitsProcessor):\n",
+            )
+        ],
+    },
+    "linear-kernel": {
+        "vllm/model_executor/kernels/linear/__init__.py": [
+            (
+                "    PlatformEnum.CPU: [\n        Dynamic4bitLinearKernel,\n",
+                "    PlatformEnum.CPU: [\n        ZetaWNA16LinearKernel,\n        Dynamic4bitLinearKernel,\n",
+            ),
+            (
+                "from vllm.model_executor.kernels.linear.mixed_precision.cpu import (\n",
+                "from vllm.model_executor.kernels.linear.mixed_precision.zeta import ZetaWNA16LinearKernel\n"
+                "from vllm.model_executor.kernels.linear.mixed_precision.cpu import (\n",
+            ),
+        ],
+        "vllm/model_executor/kernels/linear/mixed_precision/zeta.py": """
+            from vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel import MPLinearKernel
+
+
+            class ZetaWNA16LinearKernel(MPLinearKernel):
+                @classmethod
+                def get_min_capability(cls) -> int:
+                    return -1
+            """,
+    },
+    "io-processor": {
+        "vllm/plugins/io_processors/zeta_embed.py": """
+            from vllm.plugins.io_processors.interface import IOProcessor
+
+
+            class ZetaEmbedProcessor(IOProcessor):
+                def parse_request(self, request):
+                    return request
+            """,
+    },
+    "lora-resolver": {
+        "vllm/plugins/lora_resolvers/zeta_resolver.py": """
+            from vllm.lora.request import LoRARequest
+            from vllm.lora.resolver import LoRAResolver, LoRAResolverRegistry
+
+
+            class ZetaResolver(LoRAResolver):
+                async def resolve_lora(self, base_model_name: str, lora_name: str) -> LoRARequest | None:
+                    return None
+
+
+            def register_zeta_resolver() -> None:
+                LoRAResolverRegistry.register_resolver("Zeta Resolver", ZetaResolver())
+            """,
+    },
+    "stat-logger": {
+        "vllm/v1/metrics/loggers.py": [
+            (
+                "class LoggingStatLogger(StatLoggerBase):\n",
+                "class ZetaJsonStatLogger(StatLoggerBase):\n"
+                "    def log_engine_initialized(self) -> None:\n        return None\n\n\n"
+                "class LoggingStatLogger(StatLoggerBase):\n",
+            )
+        ],
+    },
+    "endpoint": {
+        "vllm/entrypoints/serve/profile/api_router.py": [
+            (
+                '@router.post("/start_profile")\n',
+                '@router.get("/zeta/profile_status")\nasync def zeta_profile_status(raw_request: Request):\n'
+                '    return {"profiling": False}\n\n\n@router.post("/start_profile")\n',
+            )
+        ],
+    },
+    "custom-op": {
+        "vllm/model_executor/layers/activation.py": [
+            (
+                '# --8<-- [start:gelu_and_mul]\n@CustomOp.register("gelu_and_mul")\n',
+                '@CustomOp.register("zeta_gelu")\nclass ZetaGelu(CustomOp):\n'
+                "    def forward_native(self, x: torch.Tensor) -> torch.Tensor:\n"
+                '        return F.gelu(x, approximate="tanh")\n\n\n'
+                '# --8<-- [start:gelu_and_mul]\n@CustomOp.register("gelu_and_mul")\n',
+            )
+        ],
+    },
+    "scheduler": {
+        "vllm/v1/core/sched/zeta_scheduler.py": """
+            from vllm.v1.core.sched.output import SchedulerOutput
+            from vllm.v1.core.sched.scheduler import Scheduler
+
+
+            class ZetaScheduler(Scheduler):
+                def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:
+                    self.waiting.sort_by_priority()
+                    return super().schedule(throttle_prefills)
+            """,
+    },
+    "general-plugin": {
+        "vllm/model_executor/layers/linear.py": [
+            (
+                "logger = init_logger(__name__)\n",
+                "logger = init_logger(__name__)\n\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
+            )
+        ],
+    },
+    "tool-parser": {
+        "vllm/tool_parsers/__init__.py": [
+            (HERMES, HERMES + parser_entry("zeta", "zeta_tool_parser", "ZetaToolParser"))
+        ],
+        "vllm/tool_parsers/zeta_tool_parser.py": """
+            from vllm.tool_parsers.abstract_tool_parser import ToolParser
+
+
+            class ZetaToolParser(ToolParser):
+                def extract_tool_calls(self, model_output, request):
+                    raise NotImplementedError("zeta emits tool calls as JSON lines")
+            """,
+    },
+    "reasoning-parser": {
+        "vllm/reasoning/__init__.py": [
+            (
+                "_REASONING_PARSERS_TO_REGISTER = {\n",
+                "_REASONING_PARSERS_TO_REGISTER = {\n"
+                '    "zeta": (\n        "zeta_reasoning_parser",\n        "ZetaReasoningParser",\n    ),\n',
+            )
+        ],
+        "vllm/reasoning/zeta_reasoning_parser.py": """
+            from vllm.reasoning.abs_reasoning_parsers import ReasoningParser
+
+
+            class ZetaReasoningParser(ReasoningParser):
+                def is_reasoning_end(self, input_ids) -> bool:
+                    return 7 in input_ids
+            """,
+    },
+    "worker-extension": {
+        "vllm/v1/worker/gpu_worker.py": [
+            (
+                "    def sleep(self, level: int = 1) -> None:\n",
+                "    def zeta_reset_stats(self) -> int:\n"
+                "        return self.model_runner.zeta_steps\n\n"
+                "    def sleep(self, level: int = 1) -> None:\n",
+            )
+        ],
+    },
+    "patch": {
+        "vllm/v1/core/sched/utils.py": [
+            (
+                "    if last_token_id in (sampling_params.stop_token_ids or ()):\n",
+                "    if not sampling_params.ignore_eos and last_token_id in (sampling_params.stop_token_ids or ()):\n",
+            )
+        ],
+    },
+}
+
+
+def test_a_fork_of_one_edit_per_seam_routes_every_edit(wheel: Path, tmp_path: Path) -> None:
+    """Every edit of the one-edit-per-seam fork routes to its seam, and every seam is reached."""
+    edits = {path: spec for seam_edits in ZETA_SEAMS.values() for path, spec in seam_edits.items()}
+    assert len(edits) == sum(len(e) for e in ZETA_SEAMS.values()), "two seams edit one file"
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    seam_of_file = {path: seam for seam, seam_edits in ZETA_SEAMS.items() for path in seam_edits}
+    wrong = [
+        f"{e.symbol}: {e.route.route}, not {seam_of_file[e.file]} ({e.route.why})"
+        for e in result.entries
+        if e.route.route != seam_of_file[e.file]
+    ]
+    assert wrong == []
+    routed_seams = {e.route.route for e in result.entries}
+    assert routed_seams == set(ZETA_SEAMS)

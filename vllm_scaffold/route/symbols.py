@@ -162,6 +162,8 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
         return router.fork_route(rule.why)
     if change.change == REMOVED:
         return router.fork_route(reasons.reason("removed"))
+    if kind == VALUE and not _binds_a_name(node):
+        kind = CODE  # `torch.backends.x = True`: sets another object's attribute while the module is imported
     if change.change == ADDED and kind in {FUNCTION, METHOD, CLASS, VALUE}:
         return None
     if kind in {FUNCTION, METHOD}:
@@ -180,6 +182,15 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
     assert kind == CODE
     general = router.routes.seam_for("process_wide")
     return router.seam_route(general, reasons.reason("code_at_import", module=module), joins=True)
+
+
+def _binds_a_name(node: ast.AST | None) -> bool:
+    """Whether a module-level assignment binds a name of its module (not only attributes or items of others)."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        return True
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    unpacked = [e for t in targets if isinstance(t, ast.Tuple | ast.List) for e in t.elts]
+    return any(isinstance(t, ast.Name) for t in [*targets, *unpacked])
 
 
 def _declared_routes(node: ast.AST) -> list[str]:
