@@ -1640,3 +1640,46 @@ def test_a_fork_of_one_edit_per_seam_routes_every_edit(wheel: Path, tmp_path: Pa
     assert wrong == []
     routed_seams = {e.route.route for e in result.entries}
     assert routed_seams == set(ZETA_SEAMS)
+
+
+STOP_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/v1/core/sched/utils.py": [
+        (
+            "    if last_token_id in (sampling_params.stop_token_ids or ()):\n",
+            "    if not sampling_params.ignore_eos and last_token_id in (sampling_params.stop_token_ids or ()):\n",
+        )
+    ],
+    "vllm/v1/sample/ops/topk_topp_sampler.py": [
+        (
+            "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n",
+            "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n        logits = logits.nan_to_num(neginf=-1e4)\n",
+        )
+    ],
+}
+
+
+def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp_path: Path) -> None:
+    """With the fork's history, the functions one commit of the fork changed (one fix: a stop check and the
+    top-k/top-p sampler it breaks) are one patch item; another commit's change is another. Without the
+    history, nothing ties the two functions of the fix."""
+    files = {**STOP_EDITS, **SAMPLER_EDITS}
+    root = build_fork(wheel, tmp_path / "fork", {path: [] for path in files})
+    (root / "vllm" / "_version.py").unlink()
+    commit = ("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m")
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "add", "-A")
+    _git(root, *commit, "the release")
+    _git(root, "checkout", "-q", "-b", "main")
+    build_fork(wheel, root, STOP_EDITS)
+    _git(root, "add", "-A")
+    _git(root, *commit, "the fork's fix: ignore_eos is honoured by stop tokens, and NaN logits are sampled")
+    build_fork(wheel, root, {**STOP_EDITS, **SAMPLER_EDITS})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "add", "-A")
+    _git(root, *commit, "the fork's clamp")
+    stop = "vllm-scaffold add patch check_stop --data target=vllm.v1.core.sched.utils:check_stop"
+    result = triage(root, since="upstream")
+    assert result.commands() == [stop, PATCH_CMD]
+    assert "TopKTopPSampler.forward_native" in result.entries[0].route.note
+    (root / "vllm" / "_version.py").write_text(f'__version__ = version = "{RELEASE}"\n', encoding="utf-8")
+    assert len(triage(root).commands()) == 3

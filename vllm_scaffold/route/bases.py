@@ -17,6 +17,7 @@ import re
 import subprocess
 import tarfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
@@ -100,6 +101,37 @@ def fork_point(checkout: Path, ref: str) -> str:
             "name the upstream branch or commit the fork branched from (fetch it first: git fetch upstream)",
         )
     return found.stdout.decode().strip()
+
+
+@dataclass(frozen=True)
+class History:
+    """A git checkout's own commits since its fork point: which of them made given lines of a file."""
+
+    checkout: Path
+    point: str  # the fork point's commit
+
+    def commits(self, path: str, first: int, last: int) -> frozenset[str]:
+        """The fork's own commits, merges left out, that last changed lines `first` to `last` of `path` at HEAD
+        (`git blame`): none when upstream wrote them all, or git cannot tell."""
+        found = _git(self.checkout, "blame", "--porcelain", "-L", f"{first},{last}", f"{self.point}..HEAD", "--", path)
+        if found.returncode != 0:
+            return frozenset()
+        made: set[str] = set()
+        boundary: set[str] = set()
+        current = ""
+        for line in found.stdout.decode("utf-8", "replace").splitlines():
+            head = line.split(" ", 1)[0]
+            if len(head) == 40 and all(c in "0123456789abcdef" for c in head):
+                current = head
+                made.add(head)
+            elif line == "boundary":
+                boundary.add(current)
+        return frozenset(made - boundary - self._merges)
+
+    @cached_property
+    def _merges(self) -> frozenset[str]:
+        listed = _git(self.checkout, "rev-list", "--merges", f"{self.point}..HEAD")
+        return frozenset(listed.stdout.decode().split()) if listed.returncode == 0 else frozenset()
 
 
 def tree_at(checkout: Path, commit: str, into: Path) -> SourceTree:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -238,9 +240,11 @@ class Feature:
     names: tuple[str, ...] = ()  # the request fields or settings it carries
 
 
-def route_features(router: Router, changes: list[Change], routes: list[Route]) -> tuple[list[Route], list[Feature]]:
+def route_features(
+    router: Router, changes: list[Change], routes: list[Route], made_by: Callable[[int], frozenset[str]] | None = None
+) -> tuple[list[Route], list[Feature]]:
     """The routes with the feature rules applied, and the features: those a rule routed, then the others, each
-    largest first."""
+    largest first. `made_by` gives the fork's own commits that made a change, where the fork's history is known."""
     rules = load_rules()
     routes = list(routes)
     groups = features(changes, router)
@@ -255,7 +259,7 @@ def route_features(router: Router, changes: list[Change], routes: list[Route]) -
     for group in groups:
         found.append(_request_fields(router, changes, routes, group, rules["request_fields"]))
         found.append(_settings(changes, routes, group, rules["engine_arguments"]))
-    _alike(changes, routes, list(range(len(changes))))
+    _alike(changes, routes, list(range(len(changes))), made_by or (lambda _n: frozenset()))
     plain = [Feature(tuple(g)) for g in groups]
     named = [f for f in found if f.rule]
     claimed = {n for f in named for n in f.members}
@@ -308,13 +312,16 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
     return Feature(tuple(members), "engine_arguments", rule.evidence, tuple(keys))
 
 
-def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None:
+def _alike(
+    changes: list[Change], routes: list[Route], group: list[int], made_by: Callable[[int], frozenset[str]]
+) -> None:
     """The patches changed alike become one patch: functions and methods of one module whose changes touch a
-        new name in common (a new field they all read or set, a new hook they all call), methods of one class named
-        alike (`forward_cuda`, `forward_native`) changed the same way, methods of one class that call new functions
-        of one other module (its new helpers), and functions or methods anywhere whose new statements are mostly the
-        same (one check added to several handlers). The patch is named after the first, with the common stem
-    when its methods share one; new code that went with one of them goes with the patch."""
+    new name in common (a new field they all read or set, a new hook they all call), methods of one class named
+    alike (`forward_cuda`, `forward_native`) changed the same way, methods of one class that call new functions
+    of one other module (its new helpers), functions or methods anywhere whose new statements are mostly the
+    same (one check added to several handlers), and those the same commits of the fork made (one fix). The
+    patch is named after the first, with the common stem when its methods share one; new code that went with
+    one of them goes with the patch."""
     patches = [
         n
         for n in group
@@ -337,7 +344,14 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
         n: {m for name in prints[n].uses for m in defined_in.get(name, ()) if m != changes[n].module} for n in patches
     }
 
+    # the same commits made them: one fix, unless they made most patches (a squashed fork says nothing)
+    commits = {n: made_by(n) for n in patches}
+    made = Counter(commits.values())
+    one_fix = {n: bool(commits[n]) and made[commits[n]] * 2 <= len(patches) for n in patches}
+
     def alike(one: int, other: int) -> bool:
+        if one_fix[one] and commits[one] == commits[other]:
+            return True
         same_class = changes[one].kind == METHOD and owners[one] == owners[other]
         if changes[one].module == changes[other].module and (touched[one] & touched[other]):
             return True
@@ -360,7 +374,10 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
         first = routes[family[0]]
         module = first.target.split(":")[0]
         shown = [t.split(":")[1] if t.split(":")[0] == module else t for t in targets[1:]]
-        note = f"also wraps {', '.join(shown)}: changed alike or around the same new names, one wrapper each"
+        note = (
+            f"also wraps {', '.join(shown)}: changed alike, around the same new names or by the same commits, "
+            "one wrapper each"
+        )
         stem = {f"{owners[n]}.{stems[n]}" for n in family}
         name = first.name
         if len(stem) == 1:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from vllm_scaffold.route.bases import History
 from vllm_scaffold.route.features import Feature, route_features, rpc_callers, rpc_route
 from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router, mentioned, new_names
 from vllm_scaffold.vllm_facts.symbol_diff import (
@@ -46,7 +47,7 @@ class Entry:
 
 
 def route_all(
-    router: Router, changes: list[tuple[str, Change, ast.Module | None]]
+    router: Router, changes: list[tuple[str, Change, ast.Module | None]], history: History | None = None
 ) -> tuple[list[Entry], list[Feature]]:
     """Every change with its route: first what each says about itself, then new code that only serves
     other changes takes their route, then what is left."""
@@ -82,7 +83,15 @@ def route_all(
                 )
                 progress = True
     placed = [routes[n] or router.fork_route(router.routes.reason("unreferenced")) for n in range(len(changes))]
-    final, found = route_features(router, [change for _p, change, _b in changes], placed)
+
+    def made_by(number: int) -> frozenset[str]:
+        path, change, _b = changes[number]
+        node = change.fork.node if change.fork is not None else None
+        if history is None or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return frozenset()
+        return history.commits(path, node.lineno, node.end_lineno or node.lineno)
+
+    final, found = route_features(router, [change for _p, change, _b in changes], placed, made_by)
     entries = [
         Entry(change.symbol, path, change.change, change.kind, route)
         for (path, change, _b), route in zip(changes, final, strict=True)

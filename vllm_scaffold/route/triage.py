@@ -17,7 +17,7 @@ from pathlib import Path
 
 from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
-from vllm_scaffold.route.bases import GENERATED, base_release, differing, fork_point, nearest_release, tree_at
+from vllm_scaffold.route.bases import GENERATED, History, base_release, differing, fork_point, nearest_release, tree_at
 from vllm_scaffold.route.features import Feature
 from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router
 from vllm_scaffold.route.symbols import Entry, route_all
@@ -234,10 +234,12 @@ def triage(fork_path: Path, base: str | None = None, since: str | None = None) -
             note += f"; {upstream} files of vllm/ differ between {release.label} and the fork point (upstream's)"
         index = index_of_source(point.root, f"0+g{commit[:12]}")
         result = Triage(fork=str(fork_path), base=f"the fork point {commit[:12]}", base_note=note)
-        return _compare(result, fork, point, index)
+        return _compare(result, fork, point, index, History(fork.root, commit))
 
 
-def _compare(result: Triage, fork: SourceTree, base_tree: SourceTree, index: ReleaseIndex) -> Triage:
+def _compare(
+    result: Triage, fork: SourceTree, base_tree: SourceTree, index: ReleaseIndex, history: History | None = None
+) -> Triage:
     package = sorted(fork.package - GENERATED)
     result.not_in_fork = len(base_tree.package - fork.package - GENERATED)
     changed: list[tuple[str, ast.Module | None, ast.Module | None]] = []
@@ -266,7 +268,7 @@ def _compare(result: Triage, fork: SourceTree, base_tree: SourceTree, index: Rel
             if base_ast is None and change.kind == VALUE:
                 continue  # a new module's values come with its classes and functions
             changes.append((path, change, base_ast))
-    routed, result.features = route_all(router, changes)
+    routed, result.features = route_all(router, changes, history)
     result.entries.extend(routed)
     result.outside = _outside(sorted(p for p in fork.paths if not p.startswith("vllm/")))
     return result
