@@ -1657,12 +1657,18 @@ STOP_EDITS: dict[str, list[Edit] | str] = {
     ],
 }
 
+TRUNCATION_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/tokenizers/registry.py": [
+        ('            kwargs["truncation_side"] = "left"\n', '            kwargs["truncation_side"] = "right"\n')
+    ]
+}
+
 
 def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp_path: Path) -> None:
     """With the fork's history, the functions one commit of the fork changed (one fix: a stop check and the
-    top-k/top-p sampler it breaks) are one patch item; another commit's change is another. Without the
+    top-k/top-p sampler it breaks) are one patch item; other commits' changes are others. Without the
     history, nothing ties the two functions of the fix."""
-    files = {**STOP_EDITS, **SAMPLER_EDITS}
+    files = {**STOP_EDITS, **SAMPLER_EDITS, **TRUNCATION_EDITS}
     root = build_fork(wheel, tmp_path / "fork", {path: [] for path in files})
     (root / "vllm" / "_version.py").unlink()
     commit = ("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m")
@@ -1677,9 +1683,17 @@ def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp
     (root / "vllm" / "_version.py").unlink()
     _git(root, "add", "-A")
     _git(root, *commit, "the fork's clamp")
+    build_fork(wheel, root, files)
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "add", "-A")
+    _git(root, *commit, "the fork's truncation side")
     stop = "vllm-scaffold add patch check_stop --data target=vllm.v1.core.sched.utils:check_stop"
     result = triage(root, since="upstream")
-    assert result.commands() == [stop, PATCH_CMD]
-    assert "TopKTopPSampler.forward_native" in result.entries[0].route.note
+    truncation = (
+        "vllm-scaffold add patch resolve_tokenizer_args --data target=vllm.tokenizers.registry:resolve_tokenizer_args"
+    )
+    assert sorted(result.commands()) == sorted([stop, PATCH_CMD, truncation])
+    routes = {e.symbol: e.route for e in result.entries}
+    assert routes["vllm.v1.sample.ops.topk_topp_sampler.TopKTopPSampler.forward_native"].command() == stop
     (root / "vllm" / "_version.py").write_text(f'__version__ = version = "{RELEASE}"\n', encoding="utf-8")
-    assert len(triage(root).commands()) == 3
+    assert len(triage(root).commands()) == 4
