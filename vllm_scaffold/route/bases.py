@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import os
 import re
 import subprocess
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -109,24 +110,41 @@ class History:
 
     checkout: Path
     point: str  # the fork point's commit
+    _blamed: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def commits(self, path: str, first: int, last: int) -> frozenset[str]:
-        """The fork's own commits, merges left out, that last changed lines `first` to `last` of `path` at HEAD
-        (`git blame`): none when upstream wrote them all, or git cannot tell."""
-        found = _git(self.checkout, "blame", "--porcelain", "-L", f"{first},{last}", f"{self.point}..HEAD", "--", path)
+        """The fork's own commits, merges left out, that last changed lines `first` to `last` of `path` at HEAD:
+        none where upstream wrote them all, or git cannot tell."""
+        if path not in self._blamed:
+            self._blamed[path] = self._blame(path)
+        return frozenset(self._blamed[path][first - 1 : last]) - {""} - self._merges
+
+    def read(self, paths: set[str]) -> None:
+        """Blame `paths` at once (one git process each, run side by side), for `commits` to read."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        wanted = sorted(paths - set(self._blamed))
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            self._blamed.update(zip(wanted, pool.map(self._blame, wanted), strict=True))
+
+    def _blame(self, path: str) -> list[str]:
+        """Per line of `path` at HEAD, the fork's commit that last changed it ("" for upstream's lines): one
+        `git blame` of the whole file, as cheap as one of a few lines."""
+        found = _git(self.checkout, "blame", "--porcelain", f"{self.point}..HEAD", "--", path)
         if found.returncode != 0:
-            return frozenset()
-        made: set[str] = set()
+            return []
+        by_line: dict[int, str] = {}  # every line of the porcelain output's body has a header: sha, old, new line
         boundary: set[str] = set()
         current = ""
-        for line in found.stdout.decode("utf-8", "replace").splitlines():
-            head = line.split(" ", 1)[0]
-            if len(head) == 40 and all(c in "0123456789abcdef" for c in head):
-                current = head
-                made.add(head)
-            elif line == "boundary":
+        for text in found.stdout.decode("utf-8", "replace").splitlines():
+            parts = text.split(" ")
+            if len(parts) >= 3 and len(parts[0]) == 40 and all(c in "0123456789abcdef" for c in parts[0]):
+                current = parts[0]
+                by_line[int(parts[2])] = current
+            elif text == "boundary":
                 boundary.add(current)
-        return frozenset(made - boundary - self._merges)
+        lines = [by_line.get(n, "") for n in range(1, max(by_line, default=0) + 1)]
+        return ["" if sha in boundary else sha for sha in lines]
 
     @cached_property
     def _merges(self) -> frozenset[str]:

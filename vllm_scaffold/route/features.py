@@ -241,10 +241,14 @@ class Feature:
 
 
 def route_features(
-    router: Router, changes: list[Change], routes: list[Route], made_by: Callable[[int], frozenset[str]] | None = None
+    router: Router,
+    changes: list[Change],
+    routes: list[Route],
+    made_by: Callable[[list[int]], list[frozenset[str]]] | None = None,
 ) -> tuple[list[Route], list[Feature]]:
     """The routes with the feature rules applied, and the features: those a rule routed, then the others, each
-    largest first. `made_by` gives the fork's own commits that made a change, where the fork's history is known."""
+    largest first. `made_by` gives the fork's own commits that made each of some changes, where the fork's
+    history is known."""
     rules = load_rules()
     routes = list(routes)
     groups = features(changes, router)
@@ -259,7 +263,7 @@ def route_features(
     for group in groups:
         found.append(_request_fields(router, changes, routes, group, rules["request_fields"]))
         found.append(_settings(changes, routes, group, rules["engine_arguments"]))
-    _alike(changes, routes, list(range(len(changes))), made_by or (lambda _n: frozenset()))
+    _alike(changes, routes, list(range(len(changes))), made_by or (lambda numbers: [frozenset()] * len(numbers)))
     plain = [Feature(tuple(g)) for g in groups]
     named = [f for f in found if f.rule]
     claimed = {n for f in named for n in f.members}
@@ -313,7 +317,10 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
 
 
 def _alike(
-    changes: list[Change], routes: list[Route], group: list[int], made_by: Callable[[int], frozenset[str]]
+    changes: list[Change],
+    routes: list[Route],
+    group: list[int],
+    made_by: Callable[[list[int]], list[frozenset[str]]],
 ) -> None:
     """The patches changed alike become one patch: functions and methods of one module whose changes touch a
     new name in common (a new field they all read or set, a new hook they all call), methods of one class named
@@ -345,7 +352,7 @@ def _alike(
     }
 
     # the same commits made them: one fix, unless they made most patches (a squashed fork says nothing)
-    commits = {n: made_by(n) for n in patches}
+    commits = dict(zip(patches, made_by(patches), strict=True))
     made = Counter(commits.values())
     one_fix = {n: bool(commits[n]) and made[commits[n]] * 2 <= len(patches) for n in patches}
 

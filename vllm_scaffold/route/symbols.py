@@ -84,12 +84,20 @@ def route_all(
                 progress = True
     placed = [routes[n] or router.fork_route(router.routes.reason("unreferenced")) for n in range(len(changes))]
 
-    def made_by(number: int) -> frozenset[str]:
-        path, change, _b = changes[number]
-        node = change.fork.node if change.fork is not None else None
-        if history is None or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return frozenset()
-        return history.commits(path, node.lineno, node.end_lineno or node.lineno)
+    def made_by(numbers: list[int]) -> list[frozenset[str]]:
+        """The fork's own commits that made each function or method of `numbers` (none without its history)."""
+        functions = [(changes[n][0], changes[n][1].fork) for n in numbers]
+        spans = [
+            (p, f.node) if f and isinstance(f.node, ast.FunctionDef | ast.AsyncFunctionDef) else None
+            for p, f in functions
+        ]
+        if history is None:
+            return [frozenset()] * len(numbers)
+        history.read({span[0] for span in spans if span is not None})
+        return [
+            history.commits(span[0], span[1].lineno, span[1].end_lineno or span[1].lineno) if span else frozenset()
+            for span in spans
+        ]
 
     final, found = route_features(router, [change for _p, change, _b in changes], placed, made_by)
     entries = [
