@@ -1169,21 +1169,32 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
+def git_fork(
+    wheel: Path, root: Path, upstream: dict[str, list[Edit] | str], *commits: tuple[str, dict[str, list[Edit] | str]]
+) -> Path:
+    """A git checkout that declares no release: branch `upstream` holds the files of `upstream`, and branch
+    `main` (checked out) adds one commit per (message, edits); each commit edits the release's files afresh, so
+    its edits name every edit made up to then."""
+    build_fork(wheel, root, upstream)
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream")
+    _git(root, "checkout", "-q", "-b", "main")
+    for message, edits in commits:
+        build_fork(wheel, root, edits)
+        (root / "vllm" / "_version.py").unlink()
+        _git(root, "add", "-A")
+        _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", message)
+    return root
+
+
 def test_since_compares_a_checkout_with_its_fork_point(wheel: Path, tmp_path: Path) -> None:
     """A fork of upstream's main: upstream changed the scheduler after the release, the fork branched from
     there and added the sampler patch. Against the release both would count; against the fork point (git
     merge-base HEAD upstream) only the fork's own change does, and with --base the upstream files are counted."""
-    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "init", "-q", "-b", "upstream")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "start")
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream's scheduler change")
-    _git(root, "checkout", "-q", "-b", "main")
-    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "the fork's sampler change")
+    upstream = {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []}
+    root = git_fork(wheel, tmp_path / "fork", upstream, ("the fork's sampler change", {**SCHED_EDITS, **SAMPLER_EDITS}))
     result = triage(root, RELEASE, since="upstream")
     assert routed(result) == FIXTURES["patch"][2]
     assert result.base.startswith("the fork point ")
@@ -1669,24 +1680,14 @@ def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp
     top-k/top-p sampler it breaks) are one patch item; other commits' changes are others. Without the
     history, nothing ties the two functions of the fix."""
     files = {**STOP_EDITS, **SAMPLER_EDITS, **TRUNCATION_EDITS}
-    root = build_fork(wheel, tmp_path / "fork", {path: [] for path in files})
-    (root / "vllm" / "_version.py").unlink()
-    commit = ("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m")
-    _git(root, "init", "-q", "-b", "upstream")
-    _git(root, "add", "-A")
-    _git(root, *commit, "the release")
-    _git(root, "checkout", "-q", "-b", "main")
-    build_fork(wheel, root, STOP_EDITS)
-    _git(root, "add", "-A")
-    _git(root, *commit, "the fork's fix: ignore_eos is honoured by stop tokens, and NaN logits are sampled")
-    build_fork(wheel, root, {**STOP_EDITS, **SAMPLER_EDITS})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "add", "-A")
-    _git(root, *commit, "the fork's clamp")
-    build_fork(wheel, root, files)
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "add", "-A")
-    _git(root, *commit, "the fork's truncation side")
+    root = git_fork(
+        wheel,
+        tmp_path / "fork",
+        {path: [] for path in files},
+        ("the fork's fix: ignore_eos is honoured by stop tokens, and NaN logits are sampled", STOP_EDITS),
+        ("the fork's clamp", {**STOP_EDITS, **SAMPLER_EDITS}),
+        ("the fork's truncation side", files),
+    )
     stop = "vllm-scaffold add patch check_stop --data target=vllm.v1.core.sched.utils:check_stop"
     result = triage(root, since="upstream")
     truncation = (
@@ -1702,17 +1703,8 @@ def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp
 def test_base_auto_on_a_git_checkout_alone_and_with_since(wheel: Path, tmp_path: Path) -> None:
     """On a git checkout (its .git folder is not part of the tree), --base auto finds the release the fork's
     files came from; with --since, the fork point's nearest release is the one whose upstream files are counted."""
-    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
-    (root / "vllm" / "_version.py").unlink()
-    commit = ("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m")
-    _git(root, "init", "-q", "-b", "upstream")
-    _git(root, "add", "-A")
-    _git(root, *commit, "upstream's scheduler change after the release")
-    _git(root, "checkout", "-q", "-b", "main")
-    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "add", "-A")
-    _git(root, *commit, "the fork's sampler change")
+    upstream = {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []}
+    root = git_fork(wheel, tmp_path / "fork", upstream, ("the fork's sampler change", {**SCHED_EDITS, **SAMPLER_EDITS}))
     alone = json.loads(run_cli("triage", str(root), "--base", "auto", "--json").stdout)
     assert alone["base"].endswith(RELEASE) and alone["base_note"].startswith(
         "the nearest release (--base auto): 2 files"
