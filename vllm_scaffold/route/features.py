@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -137,8 +139,9 @@ def footprint(change: Change) -> Footprint:
     return Footprint(_distinct(introduced), _distinct(uses - introduced))
 
 
-def features(changes: list[Change]) -> list[list[int]]:
-    """The changes grouped by what ties them (one uses a name another adds), each group in source order."""
+def features(changes: list[Change], router: Router) -> list[list[int]]:
+    """The changes grouped by what ties them (one uses a name another adds, where its module may mean that
+    one, or both add it), each group in source order."""
     prints = [footprint(change) for change in changes]
     parent = list(range(len(changes)))
 
@@ -151,11 +154,14 @@ def features(changes: list[Change]) -> list[list[int]]:
     by_name: dict[str, list[int]] = {}
     for number, found in enumerate(prints):
         for name in found.introduced:
+            if name in by_name:  # a field a class declares and its method sets: one feature
+                parent[find(number)] = find(by_name[name][0])
             by_name.setdefault(name, []).append(number)
     for number, found in enumerate(prints):
         for name in found.uses:
             for other in by_name.get(name, []):
-                parent[find(number)] = find(other)
+                if router.may_mean(changes[number].module, changes[other].module, name):
+                    parent[find(number)] = find(other)
     groups: dict[int, list[int]] = {}
     for number in range(len(changes)):
         groups.setdefault(find(number), []).append(number)
@@ -234,12 +240,18 @@ class Feature:
     names: tuple[str, ...] = ()  # the request fields or settings it carries
 
 
-def route_features(router: Router, changes: list[Change], routes: list[Route]) -> tuple[list[Route], list[Feature]]:
+def route_features(
+    router: Router,
+    changes: list[Change],
+    routes: list[Route],
+    made_by: Callable[[list[int]], list[frozenset[str]]] | None = None,
+) -> tuple[list[Route], list[Feature]]:
     """The routes with the feature rules applied, and the features: those a rule routed, then the others, each
-    largest first."""
+    largest first. `made_by` gives the fork's own commits that made each of some changes, where the fork's
+    history is known."""
     rules = load_rules()
     routes = list(routes)
-    groups = features(changes)
+    groups = features(changes, router)
     found: list[Feature] = []
     # a router added to vLLM's server joins the endpoint component
     routers = rules["routers"]
@@ -251,7 +263,7 @@ def route_features(router: Router, changes: list[Change], routes: list[Route]) -
     for group in groups:
         found.append(_request_fields(router, changes, routes, group, rules["request_fields"]))
         found.append(_settings(changes, routes, group, rules["engine_arguments"]))
-    _alike(changes, routes, list(range(len(changes))))
+    _alike(changes, routes, list(range(len(changes))), made_by or (lambda numbers: [frozenset()] * len(numbers)))
     plain = [Feature(tuple(g)) for g in groups]
     named = [f for f in found if f.rule]
     claimed = {n for f in named for n in f.members}
@@ -296,20 +308,27 @@ def _settings(changes: list[Change], routes: list[Route], group: list[int], rule
             continue
         if change.kind == CLASS and not new_fields(change):
             continue  # a changed default, not a new key
-        if change.kind != CLASS and not footprint(change).uses & set(keys):
-            continue
+        touched = footprint(change)
+        if change.kind != CLASS and not (touched.uses | touched.introduced) & set(keys):
+            continue  # neither reads nor sets a new key
         routes[number] = Route(SETTING, why, answers=tuple((key, "") for key in keys))
         members.append(number)
     return Feature(tuple(members), "engine_arguments", rule.evidence, tuple(keys))
 
 
-def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None:
+def _alike(
+    changes: list[Change],
+    routes: list[Route],
+    group: list[int],
+    made_by: Callable[[list[int]], list[frozenset[str]]],
+) -> None:
     """The patches changed alike become one patch: functions and methods of one module whose changes touch a
     new name in common (a new field they all read or set, a new hook they all call), methods of one class named
-    alike (`forward_cuda`,
-    `forward_native`) changed the same way, and functions or methods anywhere whose new statements are mostly
-    the same (one check added to several handlers). The patch is named after the first, with the common stem
-    when its methods share one; new code that went with one of them goes with the patch."""
+    alike (`forward_cuda`, `forward_native`) changed the same way, methods of one class that call new functions
+    of one other module (its new helpers), functions or methods anywhere whose new statements are mostly the
+    same (one check added to several handlers), and those the same commits of the fork made (one fix). The
+    patch is named after the first, with the common stem when its methods share one; new code that went with
+    one of them goes with the patch."""
     patches = [
         n
         for n in group
@@ -323,10 +342,27 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
     owners = {n: f"{changes[n].module}.{changes[n].key.rsplit('.', 1)[0]}" for n in patches}
     stems = {n: changes[n].key.rsplit(".", 1)[-1].rsplit("_", 1)[0] for n in patches}
     statements = {n: {ast.dump(s) for s in _new_code(changes[n])} for n in patches}
+    # the other modules whose new functions and classes each patch calls: one new helper module, one feature
+    defined_in: dict[str, set[str]] = {}
+    for n in group:
+        if changes[n].change == ADDED and changes[n].kind in {FUNCTION, CLASS}:
+            defined_in.setdefault(changes[n].key.rsplit(".", 1)[-1], set()).add(changes[n].module)
+    helpers = {
+        n: {m for name in prints[n].uses for m in defined_in.get(name, ()) if m != changes[n].module} for n in patches
+    }
+
+    # the same commits made them: one fix, unless they made most patches (a squashed fork says nothing)
+    commits = dict(zip(patches, made_by(patches), strict=True))
+    made = Counter(commits.values())
+    one_fix = {n: bool(commits[n]) and made[commits[n]] * 2 <= len(patches) for n in patches}
 
     def alike(one: int, other: int) -> bool:
+        if one_fix[one] and commits[one] == commits[other]:
+            return True
         same_class = changes[one].kind == METHOD and owners[one] == owners[other]
         if changes[one].module == changes[other].module and (touched[one] & touched[other]):
+            return True
+        if same_class and helpers[one] & helpers[other]:
             return True
         if same_class and stems[one] == stems[other] and prints[one] == prints[other] and "_" in changes[one].key:
             return True
@@ -345,7 +381,10 @@ def _alike(changes: list[Change], routes: list[Route], group: list[int]) -> None
         first = routes[family[0]]
         module = first.target.split(":")[0]
         shown = [t.split(":")[1] if t.split(":")[0] == module else t for t in targets[1:]]
-        note = f"also wraps {', '.join(shown)}: changed alike or around the same new names, one wrapper each"
+        note = (
+            f"also wraps {', '.join(shown)}: changed alike, around the same new names or by the same commits, "
+            "one wrapper each"
+        )
         stem = {f"{owners[n]}.{stems[n]}" for n in family}
         name = first.name
         if len(stem) == 1:

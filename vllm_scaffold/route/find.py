@@ -139,6 +139,11 @@ def _answer(query: str, index: ReleaseIndex, route: str, command: str, lines: li
     return Answer(query, f"{index.distribution} {index.version}", lines, route, command)
 
 
+def _candidate_answer(query: str, index: ReleaseIndex, candidate: Candidate, why: str) -> Answer:
+    """The answer that names one candidate, with why it answers `query`."""
+    return _answer(query, index, candidate.key, candidate.command(), _candidate_lines(candidate, why))
+
+
 def _candidate_lines(candidate: Candidate, why: str) -> list[str]:
     status = (
         {TEMPLATED: "templated seam", EXPLAINED: "explained, no template yet", INTERNAL: "internal"}[candidate.status]
@@ -188,13 +193,7 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
     defined = f"{symbol.module}.{symbol.name}" if symbol.name else qualname
     candidate = _by_symbol(qualname) or _by_symbol(defined)
     if candidate is not None:
-        return _answer(
-            text,
-            index,
-            candidate.key,
-            candidate.command(),
-            _candidate_lines(candidate, f"{defined} is where it registers or what it builds on"),
-        )
+        return _candidate_answer(text, index, candidate, f"{defined} is where it registers or what it builds on")
     if symbol.kind in {"class", "member"}:
         owner = index.resolve(f"{symbol.module}.{symbol.name.split('.')[0]}")
         found = router.seam_of_class(owner) if owner.kind == "class" else None
@@ -202,7 +201,7 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
             seam, base = found
             why = f"{owner.qualname} is a {base.rsplit('.', 1)[-1]}: a {seam.key} component replaces or subclasses it"
             candidate = _seam_candidate(seam.key)
-            return _answer(text, index, seam.key, candidate.command(), _candidate_lines(candidate, why))
+            return _candidate_answer(text, index, candidate, why)
     rule = load_routes().fork_rule(symbol=defined, kind={"member": "method"}.get(symbol.kind, symbol.kind))
     if rule is not None:
         return _answer(text, index, FORK, "", [f"no seam reaches {defined}: it stays a fork", f"  why: {rule.why}"])
@@ -237,7 +236,7 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
             + f" (unless {module} reads it while it is imported: then it stays a fork)"
         )
         candidate = _seam_candidate(load_routes().roles["process_wide"])
-        return _answer(text, index, candidate.key, candidate.command(), _candidate_lines(candidate, why))
+        return _candidate_answer(text, index, candidate, why)
     raise ScaffoldError(
         f"vLLM {index.version} defines {text} in a way its index cannot follow (a name built at run time)",
         "ask for the module or class that defines it",
@@ -284,13 +283,8 @@ def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answ
     path = path or module.replace(".", "/") + ".py"
     candidate = _by_file(path)
     if candidate is not None:
-        return _answer(
-            text,
-            index,
-            candidate.key,
-            candidate.command(),
-            _candidate_lines(candidate, f"{path} is where vLLM keeps its own {candidate.title.lower()} code"),
-        )
+        why = f"{path} is where vLLM keeps its own {candidate.title.lower()} code"
+        return _candidate_answer(text, index, candidate, why)
     router = Router(index)
     entry = index.modules.get(module, {})
     for name in entry.get("c", {}):
@@ -299,7 +293,7 @@ def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answ
             seam, base = found
             candidate = _seam_candidate(seam.key)
             why = f"{module}.{name} is a {base.rsplit('.', 1)[-1]}: a {seam.key} component replaces or subclasses it"
-            return _answer(text, index, seam.key, candidate.command(), _candidate_lines(candidate, why))
+            return _candidate_answer(text, index, candidate, why)
     names = [*entry.get("c", {}), *entry.get("f", {})]
     lines = [
         f"no seam reaches {path}: the smallest route is a patch of the function or method you change",

@@ -184,6 +184,18 @@ class Router:
     def fork_route(self, why: str) -> Route:
         return Route(FORK, why)
 
+    def may_mean(self, user: str, module: str, name: str) -> bool:
+        """Whether code of the module `user` that says `name` may mean `module`'s `name`: yes in `module` itself,
+        no where `user` binds `name` to something else (its own `logger`, or one imported from elsewhere)."""
+        if user == module:
+            return True
+        entry = self.index.modules.get(user, {})
+        imported = entry.get("i", {})
+        if name in imported:  # imported from `module`, or from a package above it that re-exports it
+            source = imported[name].removesuffix(f".{name}")
+            return imported[name].endswith(f".{name}") and (module == source or module.startswith(f"{source}."))
+        return not any(name in entry.get(kind, ()) for kind in ("c", "f", "n"))
+
     def importers(self, module: str, name: str) -> list[str]:
         """Modules of the release that copy `module.name` at import (`from module import name`)."""
         return self._importers.get(f"{module}.{name}", [])
