@@ -93,18 +93,13 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _installed_index() -> ReleaseIndex | None:
-    vllm = installed_vllm()
-    if vllm.source is None:
-        return None
-    return vllm_facts.store.index_of_source(vllm.source.parent, vllm.version, vllm.distribution or "vllm")
-
-
 @cache
 def facts() -> ReleaseIndex:
     """The index of the installed vLLM (built from its sources once per release, then cached), or of the
-    newest engine-tested release when vLLM is not installed."""
-    return _installed_index() or vllm_facts.default()
+    default release when vLLM is not installed."""
+    vllm = installed_vllm()
+    root = vllm.source.parent if vllm.source is not None else None
+    return vllm_facts.which_release(vllm_facts.Installed(root, vllm.version, vllm.distribution)).index
 
 
 def __getattr__(name: str) -> tuple[str, ...]:

@@ -28,5 +28,6 @@ def check_endpoint_routes(classes: PluginClasses, out: Findings) -> None:
                     Place.unguarded(module, node),
                     f"{route} is also a route of {classes.release.label}'s own server. "
                     + facts.fact("endpoint-route-order").text(),
-                    "serve it under a path of the plugin's own, or declare a vLLM range from 0.32.0",
+                    "serve it under a path of the plugin's own, or declare a vLLM range from "
+                    + vllm_facts.endpoint_routes_replace_core_from(),
                 )
