@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 
 from vllm_scaffold.doctor.proof.loaded import Loading, Reach, loading
-from vllm_scaffold.doctor.proof.provided import provided_names, provider
+from vllm_scaffold.doctor.proof.provided import installer, provided_names, provider
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.report.findings import Finding, Link, Severity
 from vllm_scaffold.vllm_facts import ReleaseIndex
@@ -84,7 +84,7 @@ def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[s
         line = (finding.location or ("", None))[1] or 0
         if where is None or _later_in_same_import(where, module, line):
             chain.append(Link(CLAIM_OWNED, True, f"nothing in the package installs, assigns or sets {name} first"))
-        elif where.partition(":")[0] == module.rel or _in_function(module, line):
+        elif installer(provided, name) or where.partition(":")[0] == module.rel or _in_function(module, line):
             return finding.suppress(f"the plugin provides {name} itself ({where}) before this runs")
         else:  # set by another module of the plugin: whether that runs first is not shown
             chain.append(Link(CLAIM_OWNED, None, f"the plugin sets {name} itself ({where})"))

@@ -65,13 +65,17 @@ def _text(expr: ast.expr) -> str | None:
     return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
 
 
-def provider(provided: dict[str, str], name: str) -> str | None:
-    """Where the plugin provides `name`, or installs a module of its own that `name` lies in; or None."""
-    if name in provided:
-        return provided[name]
+def installer(provided: dict[str, str], name: str) -> str | None:
+    """The file of its own the plugin installs in vLLM's namespace that `name` lies in, or None: such a name
+    is the plugin's wherever and whenever it is read."""
     parts = name.split(".")
     for cut in range(len(parts), 1, -1):
         where = provided.get(".".join(parts[:cut]) + _WITH_NAMES)
         if where is not None:
             return where
     return None
+
+
+def provider(provided: dict[str, str], name: str) -> str | None:
+    """Where the plugin provides `name`: sets it, or installs a module of its own that `name` lies in; or None."""
+    return provided.get(name) or installer(provided, name)

@@ -1,0 +1,192 @@
+"""Doctor's proof links (`doctor/proof/`): which modules vLLM loads, which vLLM names the plugin provides
+itself, and what each does to a finding: an error only when its code runs and the name is vLLM's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import build_file_tree
+from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.proof.chain import prove
+from vllm_scaffold.doctor.proof.loaded import Reach, loading
+from vllm_scaffold.doctor.proof.provided import provided_names, provider
+from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.report.findings import Severity, error
+from vllm_scaffold.doctor.runner import diagnose_releases
+
+PYPROJECT = """
+    [project]
+    name = "fx-proof"
+    version = "0.1.0"
+
+    [project.entry-points."vllm.general_plugins"]
+    fx = "fx_proof.plugin:register"
+
+    [tool.hatch.build.targets.wheel]
+    packages = ["fx_proof", "vllm"]
+    """
+
+FILES = {
+    "pyproject.toml": PYPROJECT,
+    "fx_proof/__init__.py": "",
+    "fx_proof/plugin.py": """
+        import vllm
+
+        from fx_proof import patches
+
+        if vllm.__version__ == "0.9.2":
+            from fx_proof import old_patches
+
+        PLATFORM_WORKER = "fx_proof.worker.Worker"
+
+
+        def register():
+            patches.apply()
+        """,
+    "fx_proof/patches.py": """
+        import sys
+
+        import vllm.config
+        from vllm import envs
+
+
+        def apply():
+            vllm.config.ModelConfig.fx_extra = 1
+            setattr(envs, "FX_FLAG", True)
+            sys.modules["vllm.fx_shim"] = object()
+        """,
+    "fx_proof/old_patches.py": """
+        from vllm.gone import Old
+        """,
+    "fx_proof/worker.py": """
+        WORKER = True
+        """,
+    "fx_proof/orphan.py": """
+        from vllm.gone import Orphan
+        """,
+    "fx_proof/scheduler.py": """
+        from vllm.v1.core.sched.scheduler import Scheduler
+
+
+        class FxScheduler(Scheduler):
+            pass
+        """,
+    "vllm/fx_owned/__init__.py": "",
+    "vllm/fx_owned/layers.py": """
+        VALUE = 1
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> PluginPackage:
+    return PluginPackage.load(build_file_tree(FILES, tmp_path_factory.mktemp("fx-proof")))
+
+
+def test_modules_are_reached_from_entry_points_imports_strings_and_options(package: PluginPackage) -> None:
+    index = vllm_facts.shipped(vllm_facts.default_version())
+    reach = {name: how.reach for name, how in loading(package, index=index).items()}
+    assert reach["fx_proof.plugin"] is Reach.REACHED  # the entry point
+    assert reach["fx_proof.patches"] is Reach.REACHED  # imported by it
+    assert reach["fx_proof.worker"] is Reach.REACHED  # named in a string ("pkg.mod.Class")
+    assert reach["fx_proof.scheduler"] is Reach.REACHED  # a Scheduler subclass: --scheduler-cls names it
+    assert reach["fx_proof.old_patches"] is Reach.CONDITIONAL  # imported only under a version condition
+    assert reach["fx_proof.orphan"] is Reach.UNREACHED
+
+
+def test_without_the_release_only_direct_bases_name_a_loaded_class(package: PluginPackage) -> None:
+    # Scheduler is not SchedulerInterface itself: its ancestry comes from the index.
+    assert loading(package)["fx_proof.scheduler"].reach is Reach.UNREACHED
+
+
+def test_a_package_without_vllm_entry_points_is_loaded_by_whoever_imports_it(tmp_path: Path) -> None:
+    files = {**FILES, "pyproject.toml": '[project]\nname = "fx-proof"\nversion = "0.1.0"\n'}
+    bare = PluginPackage.load(build_file_tree(files, tmp_path))
+    assert {how.reach for how in loading(bare).values()} == {Reach.REACHED}
+
+
+def test_names_the_plugin_provides(package: PluginPackage) -> None:
+    provided = provided_names(package)
+    assert provider(provided, "vllm.config.ModelConfig.fx_extra") == "fx_proof/patches.py:8"
+    assert provider(provided, "vllm.envs.FX_FLAG") == "fx_proof/patches.py:9"
+    assert provider(provided, "vllm.fx_shim") == "fx_proof/patches.py:10"
+    # a sys.modules entry is that module only: what the object holds is not known
+    assert provider(provided, "vllm.fx_shim.anything") is None
+    # a module installed in vLLM's namespace brings every name in it
+    assert provider(provided, "vllm.fx_owned.layers.VALUE") == "vllm/fx_owned/layers.py"
+    assert provider(provided, "vllm.config.ModelConfig.other") is None
+
+
+def _finding(code: str, where: str, name: str):
+    return error(code, where, f"{name} does not exist in vLLM 0.32.0", "point it at where this release defines it")
+
+
+def test_prove_keeps_a_proven_error_and_says_why(package: PluginPackage) -> None:
+    (proved,) = prove(package, [_finding("vllm-import-missing", "fx_proof/patches.py:3", "vllm.config.Gone")])
+    assert proved.severity is Severity.ERROR and proved.suppressed is None
+    assert [link.holds for link in proved.chain] == [True, True]
+
+
+def test_prove_makes_unreached_code_a_warning_naming_the_link(package: PluginPackage) -> None:
+    (orphan, gated) = prove(
+        package,
+        [
+            _finding("vllm-import-missing", "fx_proof/orphan.py:1", "vllm.gone.Orphan"),
+            _finding("vllm-import-missing", "fx_proof/old_patches.py:1", "vllm.gone.Old"),
+        ],
+    )
+    assert orphan.severity is Severity.WARNING and "unproven: nothing the package's vLLM entry points" in orphan.message
+    assert gated.severity is Severity.WARNING and "version condition (fx_proof/plugin.py:6)" in gated.message
+    assert [link.holds for link in orphan.chain] == [True, None]
+    assert orphan.as_json()["chain"][1]["claim"] == "the code runs"
+
+
+def test_prove_suppresses_a_name_the_plugin_provides_before_it_runs(package: PluginPackage) -> None:
+    (owned, shim_attribute) = prove(
+        package,
+        [
+            _finding("vllm-import-missing", "fx_proof/patches.py:3", "vllm.fx_owned.layers.VALUE"),
+            _finding("vllm-attribute-missing", "fx_proof/patches.py:3", "vllm.fx_shim.anything"),
+        ],
+    )
+    assert (
+        owned.suppressed
+        == "the plugin provides vllm.fx_owned.layers.VALUE itself (vllm/fx_owned/layers.py) before this runs"
+    )
+    assert shim_attribute.suppressed is None and shim_attribute.severity is Severity.ERROR
+
+
+def test_a_name_set_later_in_the_same_module_does_not_save_an_import_above_it(tmp_path: Path) -> None:
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "fx_proof/__init__.py": "",
+        "fx_proof/plugin.py": """
+            from vllm.model_executor.layers.fused_moe import layer
+            from vllm.model_executor.layers.fused_moe.layer import Gone
+
+
+            class Mine:
+                pass
+
+
+            layer.Gone = Mine
+
+
+            def register():
+                pass
+            """,
+    }
+    package = PluginPackage.load(build_file_tree(files, tmp_path))
+    name = "vllm.model_executor.layers.fused_moe.layer.Gone"
+    (finding,) = prove(package, [_finding("vllm-import-missing", "fx_proof/plugin.py:2", name)])
+    assert finding.severity is Severity.ERROR and finding.suppressed is None
+
+
+def test_doctor_vllm_reports_the_chain_end_to_end(package: PluginPackage) -> None:
+    (report,) = diagnose_releases(package.root, [vllm_facts.default_version()])
+    by_file = {f.location[0]: f for f in report.findings if f.code == "vllm-import-missing"}
+    assert by_file["fx_proof/orphan.py"].severity is Severity.WARNING
+    assert by_file["fx_proof/old_patches.py"].severity is Severity.WARNING
+    assert not report.has_error
