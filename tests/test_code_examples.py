@@ -3,11 +3,13 @@ examples say about vLLM's API on a release is what that release's index says (do
 
 A code's fixture is tests/fixtures/doctor/CODE/ or the variant of that name in tests/doctor_variants.py, which
 tests/test_doctor.py runs through doctor (static checks, or the live probe for the codes in its LIVE_ONLY) and
-from which it must get exactly the code. An example's code lines, without their `# ...` notes, are lines of one
-of the fixture's files, in order; a line `...` skips lines, `...` inside a line stands for any text, and the
-fixture's package name reads as `my_plugin`. An example that shows a run (`$ ...` then doctor's output) is run
-here with the same allow-list and must report its code, each part of an output line between `...` being in the
-finding. The codes without such a fixture are listed with the reason (NO_EXAMPLE_FIXTURE).
+from which it must get exactly the code; for a check of `doctor --vllm`, the package of tests/fixtures/releases/
+that tests/test_releases.py expects the code from on a release. An example's code lines, without their `# ...`
+notes, are lines of one of the fixture's files, in order; a line `...` skips lines, `...` inside a line stands
+for any text, and the fixture's package name reads as `my_plugin`. An example that shows a run (`$ ...` then
+doctor's output) is run here with the same allow-list and must report its code, each part of an output line
+between `...` being in the finding. The codes without such a fixture are listed with the reason
+(NO_EXAMPLE_FIXTURE).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 import doctor_variants
 import pytest
 from test_doctor import LIVE_ONLY, PLUGINS, STATIC
+from test_releases import EXPECTED as RELEASE_EXPECTED
+from test_releases import FIXTURES as RELEASE_FIXTURES
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.report import codes
@@ -26,8 +30,7 @@ from vllm_scaffold.doctor.runner import diagnose
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 SEVERITIES = ("error", "warning", "info")
 
-# Codes whose example no fixture of tests/test_doctor.py holds, and where the code is checked instead.
-_RELEASES = "a check of `doctor --vllm RELEASE` against the release's index: tests/test_releases.py checks it"
+# Codes whose example no fixture holds, and where the code is checked instead.
 _ENVIRONMENT = "about the plugins installed together: tests/test_doctor_reading.py checks it on an installed site"
 NO_EXAMPLE_FIXTURE = {
     "vllm-not-installed": "needs an environment without vLLM: tests/test_doctor_reading.py",
@@ -39,21 +42,15 @@ NO_EXAMPLE_FIXTURE = {
     "env-kv-connector-twice": _ENVIRONMENT,
     "env-quantization-twice": _ENVIRONMENT,
     "env-plugins-drops": _ENVIRONMENT,
-    "vllm-abstract-missing": _RELEASES,
-    "vllm-override-orphaned": _RELEASES,
-    "vllm-override-not-yet": _RELEASES,
-    "vllm-override-moved": _RELEASES,
-    "vllm-super-missing": _RELEASES,
-    "vllm-super-call-signature": _RELEASES,
-    "vllm-argument-type": _RELEASES,
-    "logits-processor-not-v2": _RELEASES,
-    "env-unknown-vllm-variable": _RELEASES,
-    "vllm-dotted-path-missing": _RELEASES,
-    "vllm-endpoint-route-shadowed": _RELEASES,
-    "patch-target-missing": "a generated patch's recorded target: tests/test_releases.py",
-    "patch-signature-changed": "a generated patch's recorded fingerprint: tests/test_releases.py",
-    "patch-source-changed": "a generated patch's recorded fingerprint: tests/test_releases.py",
 }
+
+
+def release_fixture(code: str) -> Path | None:
+    """The first tests/fixtures/releases/ package tests/test_releases.py expects the code from, on some release."""
+    for name, per_release in RELEASE_EXPECTED.items():
+        if any(found == code for expected in per_release.values() for found, _where in expected):
+            return RELEASE_FIXTURES / name
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +65,7 @@ def fixture_of(code: str, variants: Path) -> Path | None:
     for root in (FIXTURES / code, variants / code):
         if root.is_dir():
             return root
-    return None
+    return release_fixture(code)
 
 
 def code_lines(text: str) -> list[str]:
@@ -99,7 +96,8 @@ def _matches(pattern: str, line: str) -> bool:
 
 
 def fixture_files(root: Path) -> list[list[str]]:
-    package = doctor_variants.package_name(root.name)
+    packages = [p.name for p in (root / "src").iterdir() if p.is_dir()] if (root / "src").is_dir() else []
+    package = packages[0] if len(packages) == 1 else doctor_variants.package_name(root.name)
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -126,7 +124,7 @@ def test_every_code_has_an_example_fixture_or_a_reason(variants: Path) -> None:
     for code in codes.codes():
         has = fixture_of(code, variants) is not None
         assert has != (code in NO_EXAMPLE_FIXTURE), f"{code}: a fixture and a reason, or neither"
-        if has:
+        if has and release_fixture(code) is None:
             assert code in STATIC or code in LIVE_ONLY, f"{code}: tests/test_doctor.py does not run its fixture"
 
 
@@ -273,6 +271,27 @@ QUOTED: list[tuple[str, str, dict[str, str]]] = [
     ),
     ("logits-processor-not-v2", "vllm.v1.sample.logits_processor.LogitsProcessor", {"0.33.0": "present"}),
     ("logits-processor-not-v2", "vllm.v1.sample.logits_processor.LogitsProcessor", {"0.34.0": "missing"}),
+    (
+        "vllm-override-moved",
+        "vllm.v1.core.sched.async_scheduler.AsyncScheduler._update_request_with_output",
+        {"0.31.0": "present", "0.32.0": "present"},
+    ),
+    (
+        "vllm-super-call-signature",
+        "vllm.v1.kv_offload.cpu.manager.CPUOffloadingManager",
+        {
+            **dict.fromkeys(
+                ALL[:2],
+                "(num_chunks, cache_policy=…, cache_policy_module_path=…, enable_events=…, store_threshold=…, "
+                "max_tracker_size=…)",
+            ),
+            **dict.fromkeys(
+                ALL[2:],
+                "(num_chunks, cache_policy=…, cache_policy_module_path=…, enable_events=…, store_threshold=…, "
+                "max_tracker_size=…, info=…)",
+            ),
+        },
+    ),
 ]
 
 
@@ -281,7 +300,7 @@ def _what(version: str, qualname: str) -> str:
     symbol = index.resolve(qualname)
     if not symbol.exists:
         return "missing"
-    signature = index.signature(symbol) if symbol.kind in {"function", "member"} else None
+    signature = index.signature(symbol) if symbol.kind in {"function", "member", "class"} else None
     return signature.text() if signature is not None else "present"
 
 
