@@ -55,14 +55,27 @@ class Sentence:
         return self.where, self.text[:120]
 
 
-def sentences(text: str) -> Iterator[str]:
-    """Paragraphs, list items and headings, then sentences (a stop followed by a capital, a backtick, a
+def paragraphs(text: str) -> Iterator[list[str]]:
+    """Paragraphs, list items and headings, each as its sentences (a stop followed by a capital, a backtick, a
     parenthesis or a marker)."""
     for paragraph in re.split(r"\n\s*\n|\n(?=\s*[-*] )|\n(?=#)", text):
         paragraph = " ".join(paragraph.split())
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z`(<])", paragraph):
-            if sentence.strip():
-                yield sentence.strip()
+        found = [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`(<])", paragraph) if s.strip()]
+        if found:
+            yield found
+
+
+def sentences(text: str) -> Iterator[str]:
+    for paragraph in paragraphs(text):
+        yield from paragraph
+
+
+def next_to_facts(paragraph: list[str]) -> Iterator[tuple[str, bool]]:
+    """(sentence, stated): a sentence is stated when it, or the sentence before or after it in its paragraph,
+    carries a fact."""
+    marked = [carries_fact(sentence) for sentence in paragraph]
+    for i, sentence in enumerate(paragraph):
+        yield sentence, any(marked[max(0, i - 1) : i + 2])
 
 
 def is_claim(text: str) -> bool:
@@ -73,14 +86,15 @@ def carries_fact(text: str) -> bool:
     return bool(MARKER.search(text))
 
 
-def _markdown(text: str) -> Iterator[str]:
-    return sentences(re.sub(r"```.*?```", "", text, flags=re.S))
+def _markdown(text: str) -> Iterator[list[str]]:
+    return paragraphs(re.sub(r"```.*?```", "", text, flags=re.S))
 
 
-def _comments_and_docstrings(text: str) -> Iterator[str]:
+def _comments_and_docstrings(text: str) -> Iterator[list[str]]:
+    """A docstring is a paragraph of its own, and so is every comment."""
     parts = [m.group(1) for m in re.finditer(r"#\s?(.*)", text)]
     parts += [m.group(1) for m in re.finditer(r'"""(.*?)"""', text, re.S)]
-    return sentences("\n\n".join(parts))
+    return paragraphs("\n\n".join(parts))
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -103,8 +117,8 @@ def _literal(node: ast.AST) -> str | None:
 
 
 def code_messages(source: str) -> Iterator[tuple[str, bool]]:
-    """(sentence, next to a fact) for every string literal of `source` long enough to be a message; a string
-    is next to a fact when the innermost function holding it reads one."""
+    """(sentence, next to a fact) for every string literal of `source` long enough to be a message, docstrings
+    aside; a string is next to a fact when a function holding it reads one."""
     tree = ast.parse(source)
     stated: dict[int, bool] = {}
     for function in ast.walk(tree):
@@ -112,7 +126,14 @@ def code_messages(source: str) -> Iterator[tuple[str, bool]]:
             reads = bool(FACT_CALL.search(ast.get_source_segment(source, function) or ""))
             for node in ast.walk(function):
                 stated[id(node)] = stated.get(id(node), False) or reads
+    # Docstrings explain doctor's code to its readers; the parts of an f-string are read with it.
+    skipped = {
+        id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    skipped |= {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         text = _literal(node)
         if text is None or len(text) < MIN_MESSAGE or " " not in text:
             continue
@@ -123,22 +144,25 @@ def code_messages(source: str) -> Iterator[tuple[str, bool]]:
 def shipped_sentences(root: Path = ROOT) -> Iterator[tuple[Sentence, bool]]:
     """(sentence, carries a fact) for every sentence the tool ships that this test reads."""
 
-    def each(where: str, texts: Iterator[str]) -> Iterator[tuple[Sentence, bool]]:
-        for text in texts:
-            yield Sentence(where, text), carries_fact(text)
+    def each(where: str, found: Iterator[list[str]]) -> Iterator[tuple[Sentence, bool]]:
+        for paragraph in found:
+            for text, stated in next_to_facts(paragraph):
+                yield Sentence(where, text), stated
 
     for path in sorted(root.glob("docs/seams/*.md")):
         yield from each(path.relative_to(root).as_posix(), _markdown(path.read_text(encoding="utf-8")))
     for path in sorted(root.glob("vllm_scaffold/catalog/**/*.toml")):
         strings = _strings(tomllib.loads(path.read_text(encoding="utf-8")))
-        yield from each(path.relative_to(root).as_posix(), (s for value in strings for s in sentences(value)))
+        yield from each(path.relative_to(root).as_posix(), (p for value in strings for p in paragraphs(value)))
     registry = tomllib.loads((root / "vllm_scaffold/doctor/report/codes.toml").read_text(encoding="utf-8"))
     for section in registry["section"]:
-        yield from each("codes.toml", sentences(section.get("intro", "")))
+        yield from each("codes.toml", paragraphs(section.get("intro", "")))
         for code in section["code"]:
             where = f"codes.toml:{code['code']}"
-            for field in ("summary", "fails", "found"):
-                yield from each(where, sentences(code.get(field, "")))
+            # docs/doctor.md shows the summary, then "Fails at run time:" and the `fails` line: one paragraph.
+            text = " ".join(code.get(field, "").strip() for field in ("summary", "fails"))
+            yield from each(where, iter([list(sentences(text))]))
+            yield from each(where, paragraphs(code.get("found", "")))
             yield from each(where, _comments_and_docstrings(code["example"]))
     for path in sorted(p for p in (root / "templates").rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
