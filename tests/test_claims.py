@@ -160,8 +160,7 @@ def shipped_sentences(root: Path = ROOT) -> Iterator[tuple[Sentence, bool]]:
         for code in section["code"]:
             where = f"codes.toml:{code['code']}"
             # docs/doctor.md shows the summary, then "Fails at run time:" and the `fails` line: one paragraph.
-            text = " ".join(code.get(field, "").strip() for field in ("summary", "fails"))
-            yield from each(where, iter([list(sentences(text))]))
+            yield from each(where, iter([[*sentences(code["summary"]), *sentences(code.get("fails", ""))]]))
             yield from each(where, paragraphs(code.get("found", "")))
             yield from each(where, _comments_and_docstrings(code["example"]))
     for path in sorted(p for p in (root / "templates").rglob("*") if p.is_file()):
