@@ -158,11 +158,18 @@ def shipped_sentences(root: Path = ROOT) -> Iterator[tuple[Sentence, bool]]:
     for section in registry["section"]:
         yield from each("codes.toml", paragraphs(section.get("intro", "")))
         for code in section["code"]:
+            # docs/doctor.md shows a code as one entry (summary, `fails` line, how it is found, example): a fact in
+            # its summary states the code's claim, so the entry's other sentences sit next to it.
             where = f"codes.toml:{code['code']}"
-            # docs/doctor.md shows the summary, then "Fails at run time:" and the `fails` line: one paragraph.
-            yield from each(where, iter([[*sentences(code["summary"]), *sentences(code.get("fails", ""))]]))
-            yield from each(where, paragraphs(code.get("found", "")))
-            yield from each(where, _comments_and_docstrings(code["example"]))
+            entry = [
+                *paragraphs(code["summary"]),
+                *paragraphs(code.get("fails", "")),
+                *paragraphs(code.get("found", "")),
+                *_comments_and_docstrings(code["example"]),
+            ]
+            stated = carries_fact(code["summary"])
+            for text in (sentence for paragraph in entry for sentence in paragraph):
+                yield Sentence(where, text), stated or carries_fact(text)
     for path in sorted(p for p in (root / "templates").rglob("*") if p.is_file()):
         text = path.read_text(encoding="utf-8", errors="replace")
         found = _markdown(text) if ".md" in path.name else _comments_and_docstrings(text)
