@@ -23,9 +23,12 @@ from test_doctor import LIVE_ONLY, PLUGINS, STATIC
 from test_releases import EXPECTED as RELEASE_EXPECTED
 from test_releases import FIXTURES as RELEASE_FIXTURES
 
+from scripts import facts_docs
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts import facts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 SEVERITIES = ("error", "warning", "info")
@@ -276,6 +279,20 @@ QUOTED: list[tuple[str, str, dict[str, str]]] = [
         "vllm.v1.core.sched.async_scheduler.AsyncScheduler._update_request_with_output",
         {"0.31.0": "present", "0.32.0": "present"},
     ),
+    ("vllm-attribute-missing", "vllm.envs.VLLM_USE_V1", dict.fromkeys(ALL, "missing")),
+    (
+        "vllm-super-missing",
+        "vllm.v1.attention.backend.AttentionMetadataBuilder.use_cascade_attention",
+        {"0.31.0": "present", "0.32.0": "missing"},
+    ),
+    (
+        "vllm-argument-type",
+        "vllm.v1.attention.backends.registry.register_backend",
+        {
+            "0.31.0": "param backend: AttentionBackendEnum, MambaAttentionBackendEnum",
+            "0.32.0": "param backend: AttentionBackendEnum, MambaAttentionBackendEnum, str",
+        },
+    ),
     (
         "vllm-super-call-signature",
         "vllm.v1.kv_offload.cpu.manager.CPUOffloadingManager",
@@ -295,12 +312,16 @@ QUOTED: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
-def _what(version: str, qualname: str) -> str:
+def _what(version: str, qualname: str, expected: str) -> str:
     index = vllm_facts.release(version)
     symbol = index.resolve(qualname)
     if not symbol.exists:
         return "missing"
     signature = index.signature(symbol) if symbol.kind in {"function", "member", "class"} else None
+    if expected.startswith("param ") and signature is not None:
+        name = expected.removeprefix("param ").partition(":")[0]
+        param = signature.param(name)
+        return f"param {name}: {', '.join(param.types)}" if param else "missing"
     return signature.text() if signature is not None else "present"
 
 
@@ -312,7 +333,7 @@ def test_what_an_example_says_of_vllm_is_in_the_release_index(
     name = qualname.rpartition(".")[2]
     assert name in codes.codes()[code].example, f"{code}'s example does not name {name}"
     for version, expected in per_release.items():
-        found = _what(version, qualname)
+        found = _what(version, qualname, expected)
         if expected == "present":
             assert found != "missing", f"{qualname} is missing from vLLM {version}"
         else:
@@ -326,3 +347,59 @@ def test_keyword_only_parameters_the_examples_name() -> None:
     assert signature is not None
     kinds = {p.name: p.kind for p in signature.params}
     assert kinds["delay_iterations"] == kinds["max_iterations"] == "kwonly"
+
+
+# What an example's note says of a release that the index cannot answer, read in the release's sources instead:
+# (code, file, {release: text}, whether the text is there).
+IN_SOURCES: list[tuple[str, str, dict[str, str], bool]] = [
+    # SchedulerConfig is a pydantic dataclass: the index lists no members of it ("unknown"), the source does.
+    ("vllm-config-attribute-missing", "vllm/config/scheduler.py", dict.fromkeys(ALL, "is_multi_step"), False),
+    # ModelConfig likewise.
+    (
+        "patch-target-missing",
+        "vllm/config/model.py",
+        dict.fromkeys(ALL[:2], "def supports_mamba_prefix_caching"),
+        True,
+    ),
+    (
+        "patch-target-missing",
+        "vllm/config/model.py",
+        dict.fromkeys(ALL[2:], "def supports_mamba_prefix_caching"),
+        False,
+    ),
+]
+# Codes whose example notes name a release for another reason than vLLM's API.
+RELEASE_NOTE_ELSEWHERE = {
+    "version-range-excludes-release": "the note is about the example's own version test",
+    "vllm-endpoint-route-shadowed": "the code's summary states the fact endpoint-route-order, per release",
+    "vllm-range-invalid": "the note is the version specifier the example should write",
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "file", "per_release", "present"), IN_SOURCES, ids=[f"{c}-{i}" for i, (c, *_) in enumerate(IN_SOURCES)]
+)
+def test_what_an_example_says_of_vllm_is_in_the_release_sources(
+    code: str, file: str, per_release: dict[str, str], present: bool
+) -> None:
+    for version, text in per_release.items():
+        assert text.removeprefix("def ") in codes.codes()[code].example
+        try:
+            source = facts.release_sources(version, facts_docs.trees())(file)
+        except ScaffoldError as error:
+            pytest.skip(f"the sources of vLLM {version} are not at hand: {error}")
+        assert source is not None, f"{file} is not in vLLM {version}"
+        assert (text in source) == present, f"{code}: {text!r} {'is not' if present else 'is'} in {file} on {version}"
+
+
+def test_every_example_note_naming_a_release_is_checked() -> None:
+    """A note that says what a release has (`# gone in 0.32`, `# vLLM 0.31 to 0.34: ...`) is checked against the
+    release's index or sources above, or its code is listed with the reason it is not about vLLM's API."""
+    checked = {code for code, *_ in QUOTED} | {code for code, *_ in IN_SOURCES} | set(RELEASE_NOTE_ELSEWHERE)
+    naming = {
+        code
+        for code, entry in codes.codes().items()
+        if any(re.search(r"\b0\.\d+\b", note) for note in re.findall(r"#(.*)", entry.example))
+    }
+    assert naming - checked == set(), f"example notes naming a release, not checked: {sorted(naming - checked)}"
+    assert set(RELEASE_NOTE_ELSEWHERE) <= naming
