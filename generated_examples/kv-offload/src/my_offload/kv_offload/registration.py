@@ -3,7 +3,8 @@
 Called from `my_offload.vllm_plugin.register` (the package's general plugin), which vLLM runs in the front
 end, the engine core and each worker. The OffloadingConnector resolves `spec_name` through
 OffloadingSpecFactory in the engine core (scheduler side) and in each worker, and the factory's registry is
-per process: registering only in a launch script leaves those processes unable to find the name. The
+per process: registering only in a launch script leaves those processes unable to find the name wherever
+they are spawned rather than forked (always on CPU). The
 registration is lazy (module path and class name), so nothing heavy is imported until a process builds the
 spec.
 

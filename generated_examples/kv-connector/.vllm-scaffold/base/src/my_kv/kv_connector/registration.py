@@ -3,7 +3,8 @@
 Called from `my_kv.vllm_plugin.register` (the package's general plugin), which vLLM runs once in the
 front end, the engine core and each worker. All three resolve `kv_transfer_config.kv_connector` through
 KVConnectorFactory, whose registry is per process: registering only in your launch script would leave the
-engine core and the workers unable to find the name. The registration is lazy (module path and class
+engine core and the workers unable to find the name wherever they are spawned rather than forked (always on
+CPU). The registration is lazy (module path and class
 name), so nothing heavy is imported until a process actually builds the connector.
 
 The factory refuses a name twice (ValueError), and vLLM registers its own connectors at import. A name

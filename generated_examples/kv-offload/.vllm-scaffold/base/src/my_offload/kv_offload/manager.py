@@ -58,8 +58,8 @@ class MyOffloadOffloadingManager(OffloadingManager):
         return HostSlots(self.store.pin(list(keys)))
 
     if hasattr(OffloadingManager, "touch"):
-        # vLLM 0.31 to 0.33 call touch() with every block a request reuses, the GPU prefix cache's too; 0.34
-        # removed the hook, and there recency moves only when a block is stored or loaded.
+        # OffloadingManager declares touch() up to vLLM 0.33 (0.34 removed it), but the OffloadingConnector of
+        # 0.31 to 0.33 never calls it: recency moves when a block is stored or loaded, as on 0.34.
 
         def touch(self, keys: Collection[OffloadKey], req_context: ReqContext) -> None:
             self.store.touch(keys)
