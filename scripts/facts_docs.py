@@ -6,7 +6,7 @@ repository's `.venv-VERSION` environments, else the release's wheel, cached or d
 each anchor it cannot find, and rewrites:
 
 - each `<!--fact:KEY-->...<!--/fact-->` (the claim and its citation) and `<!--cite:KEY-->...<!--/cite-->` (the
-  citation) in docs/seams/*.md, with line numbers per release;
+  citation) in docs/seams/*.md and docs/doctor.md, with line numbers per release;
 - docs/facts.md's list of every fact.
 
 tests/test_facts.py fails while a page differs from what this script writes.
@@ -26,7 +26,7 @@ from vllm_scaffold.atomic import write_atomically  # noqa: E402
 from vllm_scaffold.vllm_facts import facts  # noqa: E402
 from vllm_scaffold.vllm_facts.store import version_key  # noqa: E402
 
-PAGES = sorted((ROOT / "docs" / "seams").glob("*.md"))
+PAGES = [*sorted((ROOT / "docs" / "seams").glob("*.md")), ROOT / "docs" / "doctor.md"]
 FACTS_PAGE = ROOT / "docs" / "facts.md"
 BEGIN = "<!-- facts: generated from vllm_scaffold/vllm_facts/facts.toml by `python scripts/facts_docs.py` -->"
 END = "<!-- end of facts -->"

@@ -25,7 +25,7 @@ from enum import StrEnum
 from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, qualified, resolve_relative
-from vllm_scaffold.vllm_facts import ReleaseIndex
+from vllm_scaffold.vllm_facts import ReleaseIndex, facts
 from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -139,7 +139,8 @@ def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
             for ancestor in ancestors:
                 if ancestor in LOADED_BY_NAME:
                     option = LOADED_BY_NAME[ancestor]
-                    return f"{module.name}.{node.name} subclasses {ancestor}, which vLLM loads by name ({option})"
+                    loaded = facts.fact("classes-loaded-by-name").text()
+                    return f"{module.name}.{node.name} subclasses {ancestor}, named with {option}: {loaded}"
     return None
 
 
