@@ -268,3 +268,35 @@ def test_doctor_reports_a_shadowed_endpoint_route_on_031_only() -> None:
     assert "vllm-endpoint-route-shadowed" in against_031 and "0 errors, 2 warnings" in against_031
     assert "GET /v1/models is also a route of vLLM 0.31.0" in against_031
     assert "POST /v1/completions is also a route" in against_031 and "no findings" in against_032
+
+
+@pytest.mark.parametrize(
+    ("call", "reported"),
+    [("super()", True), ("super(Manager, self)", True), ("super(CPUOffloadingManager, self)", False)],
+)
+def test_two_argument_super_naming_a_vllm_base_starts_after_it(call: str, reported: bool, tmp_path: Path) -> None:
+    """`super(Base, self).f(...)` skips Base: its arguments are not Base's to judge (found in a published plugin)."""
+    from tests.helpers import build_file_tree
+
+    build_file_tree(
+        {
+            "pyproject.toml": '[project]\nname = "fx-super"\nversion = "0.1.0"\n\n'
+            '[project.entry-points."vllm.general_plugins"]\nfx = "fx_super.plugin:register"\n',
+            "fx_super/__init__.py": "",
+            "fx_super/plugin.py": f"""
+                from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
+
+
+                class Manager(CPUOffloadingManager):
+                    def __init__(self) -> None:
+                        {call}.__init__(no_such_parameter=1)
+
+
+                def register() -> None:
+                    pass
+                """,
+        },
+        tmp_path,
+    )
+    findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped(vllm_facts.default_version()), [])
+    assert ("vllm-super-call-signature" in {f.code for f in findings}) is reported, findings

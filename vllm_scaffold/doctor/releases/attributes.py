@@ -126,6 +126,15 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
             )
 
 
+def starts_after(call: ast.Call, node: ast.ClassDef) -> bool:
+    """Whether `call` is `super()` or `super(Cls, self)` naming `node` itself: the lookup starts after the
+    plugin's class, at the vLLM bases the check reads. `super(Base, self)` starts after Base instead, skipping
+    it (`super(vllm_Fp8MoEMethod, self).__init__(...)` reaches Base's own bases)."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "super"):
+        return False
+    return not call.args or (isinstance(call.args[0], ast.Name) and call.args[0].id == node.name)
+
+
 def check_super_calls(
     classes: PluginClasses, out: Findings, module: Module, node: ast.ClassDef, bases: list[Symbol]
 ) -> None:
@@ -143,8 +152,7 @@ def check_super_calls(
             if (
                 isinstance(read, ast.Attribute)
                 and isinstance(read.value, ast.Call)
-                and isinstance(read.value.func, ast.Name)
-                and read.value.func.id == "super"
+                and starts_after(read.value, node)
                 and not is_dunder(read.attr)
                 and release.find(bases, read.attr)[0] is None
             ):
@@ -172,12 +180,9 @@ def _super_call_arguments(
 ) -> None:
     """`super().name(...)` whose arguments the vLLM base's `name` cannot take on this release: a TypeError
     each time the method runs (`super().__init__(num_blocks=...)` where the base takes `num_chunks`)."""
-    if not (
-        isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Call)
-        and isinstance(call.func.value.func, ast.Name)
-        and call.func.value.func.id == "super"
-    ):
+    if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call)):
+        return
+    if not starts_after(call.func.value, node):
         return
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return  # *args / **kwargs pass through whatever the caller gave
