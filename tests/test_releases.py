@@ -300,3 +300,20 @@ def test_two_argument_super_naming_a_vllm_base_starts_after_it(call: str, report
     )
     findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped(vllm_facts.default_version()), [])
     assert ("vllm-super-call-signature" in {f.code for f in findings}) is reported, findings
+
+
+def test_an_override_taking_kwargs_binds_what_vllm_passes_by_name() -> None:
+    """`def apply(self, layer, **kwargs)` under `apply(self, layer, x, topk_ids)`: vLLM's call by keyword binds,
+    so the base's signature alone proves nothing; without **kwargs it cannot bind (found in a published plugin)."""
+    from vllm_scaffold.doctor.releases.signatures import override_problem
+    from vllm_scaffold.vllm_facts import Signature
+    from vllm_scaffold.vllm_facts.build import method_signature
+
+    def signature(text: str) -> Signature:
+        node = ast.parse(f"def apply{text}: pass").body[0]
+        assert isinstance(node, ast.FunctionDef)
+        return Signature.parse(method_signature(node))
+
+    base = signature("(self, layer, x, topk_ids)")
+    assert override_problem(base, signature("(self, layer, **kwargs)")) is None
+    assert override_problem(base, signature("(self, layer)")) == "vLLM passes 3 positional arguments, it takes 1"

@@ -40,7 +40,9 @@ def override_problem(base: Signature, override: Signature) -> str | None:
     if beyond and not base_bound.varargs:  # a base taking *args passes any; its keyword-only ones fill by name
         return f"it requires {len(required)} positional arguments, vLLM passes at most {len(base_bound.positional)}"
     base_required = [p for p in base_bound.positional if not p.has_default]
-    if len(base_required) > len(mine.positional) and not mine.varargs:
+    # With **kwargs, the rest binds where vLLM passes them by name (`apply(layer=..., x=...)`): only a call
+    # site passing them by position fails, which the base's signature alone does not show.
+    if len(base_required) > len(mine.positional) and not mine.varargs and not mine.varkw:
         return f"vLLM passes {len(base_required)} positional arguments, it takes {len(mine.positional)}"
     for param in base_bound.params:
         if param.kind in {"kwonly", "positional"} and mine.param(param.name) is None and not mine.varkw:
