@@ -317,3 +317,45 @@ def test_an_override_taking_kwargs_binds_what_vllm_passes_by_name() -> None:
     base = signature("(self, layer, x, topk_ids)")
     assert override_problem(base, signature("(self, layer, **kwargs)")) is None
     assert override_problem(base, signature("(self, layer)")) == "vLLM passes 3 positional arguments, it takes 1"
+
+
+@pytest.mark.parametrize(
+    ("registers", "reported"),
+    [
+        ("", {"VLLM_FX_A", "VLLM_FX_B"}),
+        ("environment_variables.update(FX_VARIABLES)", {"VLLM_FX_B"}),
+        ('environment_variables["VLLM_FX_B"] = lambda: None', {"VLLM_FX_A"}),
+        ("class FxPlatform:\n    def validate_environ(cls, hard_fail):\n        pass", set()),
+    ],
+)
+def test_variables_the_plugin_adds_to_vllms_list_are_known(registers: str, reported: set[str], tmp_path: Path) -> None:
+    """A platform that adds its variables to `vllm.envs.environment_variables`, or replaces the check, is not
+    logged for them (found in a published platform plugin)."""
+    from textwrap import indent
+
+    from tests.helpers import build_file_tree
+
+    build_file_tree(
+        {
+            "pyproject.toml": '[project]\nname = "fx-env"\nversion = "0.1.0"\n\n'
+            '[project.entry-points."vllm.general_plugins"]\nfx = "fx_env.plugin:register"\n',
+            "fx_env/__init__.py": "",
+            "fx_env/plugin.py": """
+                import os
+
+                from vllm.envs import environment_variables
+
+                FX_VARIABLES = {"VLLM_FX_A": lambda: os.getenv("VLLM_FX_A")}
+                REGISTERS
+
+
+                def register() -> None:
+                    os.environ.get("VLLM_FX_A")
+                    os.environ.get("VLLM_FX_B")
+                """.replace("REGISTERS", indent(registers, " " * 16).lstrip()),
+        },
+        tmp_path,
+    )
+    findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped(vllm_facts.default_version()), [])
+    named = {f.message.split()[0] for f in findings if f.code == "env-unknown-vllm-variable"}
+    assert named == reported

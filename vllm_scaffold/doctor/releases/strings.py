@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 
 from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.reading.source import aliases, qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, in_annotations
@@ -78,9 +80,12 @@ def check_environment_variables(classes: PluginClasses, out: Findings, module: M
     known = classes.index.environment_variables
     if not known:
         return
+    added = _added_variables(classes)
+    if added is None:
+        return  # the plugin's platform replaces vLLM's environment check
     for node in module.of_type(ast.Call, ast.Subscript):
         key = _environment_key(node)
-        if key is None or not _VLLM_VARIABLE.fullmatch(key) or key in known:
+        if key is None or not _VLLM_VARIABLE.fullmatch(key) or key in known or key in added:
             continue
         out.report(
             "env-unknown-vllm-variable",
@@ -91,6 +96,57 @@ def check_environment_variables(classes: PluginClasses, out: Findings, module: M
             "name the plugin's own variables outside the VLLM_ prefix (the package's name in capitals, for "
             "example), reading the old name for a release with a deprecation warning",
         )
+
+
+_ENVIRONMENT_LIST = "vllm.envs.environment_variables"
+_ADDED: weakref.WeakKeyDictionary[PluginClasses, frozenset[str] | None] = weakref.WeakKeyDictionary()
+
+
+def _added_variables(classes: PluginClasses) -> frozenset[str] | None:
+    """The variables the plugin adds to vLLM's list of known ones (`environment_variables.update({...})`,
+    `environment_variables["VLLM_X"] = ...` on `vllm.envs`' dict), which the check then accepts; None when a
+    class of the plugin defines its own `validate_environ` (a platform replacing vLLM's check)."""
+    if classes in _ADDED:
+        return _ADDED[classes]
+    added: set[str] | None = set()
+    for module in classes.package.parsed():
+        table = aliases(module)
+        dicts = _module_dicts(module)
+        for node in module.of_type(ast.Call, ast.Assign, ast.FunctionDef):
+            if isinstance(node, ast.FunctionDef) and node.name == "validate_environ":
+                added = None
+                break
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update":
+                if qualified(node.func.value, table) == _ENVIRONMENT_LIST and node.args:
+                    argument = node.args[0]
+                    if isinstance(argument, ast.Name):
+                        added.update(dicts.get(argument.id, ()))
+                    elif isinstance(argument, ast.Dict):
+                        added.update(_keys(argument))
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and qualified(target.value, table) == _ENVIRONMENT_LIST:
+                        if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+                            added.add(target.slice.value)
+        if added is None:
+            break
+    _ADDED[classes] = None if added is None else frozenset(added)
+    return _ADDED[classes]
+
+
+def _module_dicts(module: Module) -> dict[str, list[str]]:
+    """Module-level NAME -> the string keys of the dict literal it is bound to."""
+    found: dict[str, list[str]] = {}
+    for stmt in module.tree.body if module.tree is not None else ():
+        value = getattr(stmt, "value", None)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if isinstance(value, ast.Dict):
+            found.update((t.id, _keys(value)) for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+def _keys(node: ast.Dict) -> list[str]:
+    return [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
 
 
 def _environment_key(node: ast.AST) -> str | None:
