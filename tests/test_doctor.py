@@ -30,7 +30,7 @@ from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.doctor.releases import check as releases
 from vllm_scaffold.doctor.releases import patches
 from vllm_scaffold.doctor.report import codes
-from vllm_scaffold.doctor.report.findings import Report
+from vllm_scaffold.doctor.report.findings import ProbeState, Report
 from vllm_scaffold.doctor.runner import diagnose
 from vllm_scaffold.generate.scaffold import render_example
 from vllm_scaffold_testing.engine import install_privately
@@ -142,7 +142,7 @@ def _live(live_reports: dict[str, Report | Exception], key: str) -> Report:
     report = live_reports[key]
     if isinstance(report, Exception):
         raise report
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     return report
 
 
@@ -173,7 +173,7 @@ def test_static_check_reports_exactly_its_code(name: str, variants: Path) -> Non
     report = _diagnose(name, live=False, variants=variants)
     expected = {name} | ALSO.get(name, set()) | doctor_variants.BROKEN.get(name, doctor_variants.Variant({})).also
     assert report.codes == expected, _summary(report)
-    assert report.live == "off"
+    assert report.live.state is ProbeState.OFF
 
 
 @pytest.mark.parametrize("name", sorted(doctor_variants.CLEAN))
@@ -244,7 +244,7 @@ def _environment_state() -> tuple[object, ...]:
 def test_live_probe_leaves_the_environment_alone() -> None:
     before = _environment_state()
     report = diagnose(FIXTURES / "clean", live=True, use_cache=False)
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     assert _environment_state() == before
 
 
@@ -285,7 +285,8 @@ def test_the_generated_logits_processor_claiming_argmax_invariance_is_caught(tmp
 
     assert diagnose(package, live=False).codes == {"logits-argmax-masks"}
     report = diagnose(package, live=True, use_cache=False)
-    assert report.live == "on" and report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
+    assert report.live.state is ProbeState.ON, report.live
+    assert report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
     (claimed,) = [f for f in report.findings if f.code == "logits-argmax-claim"]
     assert "(target_token=3 in 2 of them)" in claimed.message, claimed.message
 
@@ -323,7 +324,7 @@ def test_a_worker_extension_module_initialising_cuda_is_reported_by_the_probe(tm
     )
     assert diagnose(package, live=False).codes == set()
     report = diagnose(package, live=True, use_cache=False)
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     (finding,) = report.findings
     assert finding.code == "import-cost-cuda", _summary(report)
     assert finding.where == "worker extension fx_worker_extension_cuda_at_import.ext.FxWorkerExtension", finding.where

@@ -18,7 +18,7 @@ from tests.helpers import run_cli
 from vllm_scaffold.doctor.reading import context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm
 from vllm_scaffold.doctor.report import render
-from vllm_scaffold.doctor.report.findings import Finding, Report, error, info, warning
+from vllm_scaffold.doctor.report.findings import Finding, ProbeState, Report
 from vllm_scaffold.doctor.runner import diagnose
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
@@ -98,7 +98,7 @@ def without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_vllm_only_says_so_once(root: Path, without_vllm: None) -> None:
     report = diagnose(root, vllm_plugins=None)
     assert [f.code for f in report.findings] == ["vllm-not-installed"]
-    assert report.live == "off" and report.vllm.startswith("no vLLM")
+    assert report.live.state is ProbeState.OFF and report.vllm.startswith("no vLLM")
     result = run_cli("doctor", str(root))
     assert result.exit_code == 0, result.output
     assert "None" not in result.output and "no vLLM" in result.output
@@ -111,7 +111,7 @@ def _report(*findings: Finding) -> Report:
 
 
 def _outside(n: int) -> Finding:
-    return error(
+    return Finding(
         "registration-outside-general-plugin",
         f"src/fx_plugin/ops/module_{n:03d}.py:{n + 1}",
         f"register_oot() runs when fx_plugin.ops.module_{n:03d} is imported, and no vllm.general_plugins entry point "
@@ -124,7 +124,7 @@ def test_the_table_wraps_between_words_at_80_columns() -> None:
     report = _report(
         _outside(1),
         _outside(2),
-        warning(
+        Finding(
             "scheduler-not-async",
             "src/fx_plugin/scheduler.py:7",
             "FxScheduler subclasses Scheduler; " * 6,
@@ -157,8 +157,8 @@ def test_a_code_with_many_findings_shows_a_count_the_first_few_places_and_leaves
 def test_github_annotations_name_the_file_line_and_code() -> None:
     report = _report(
         _outside(1),
-        warning("vllm-version-outside-range", "pyproject.toml [tool.vllm-scaffold] vllm", "bad, range: 50%", "fix it"),
-        info("vllm-not-installed", "the environment", "no vLLM\nhere", "install it"),
+        Finding("vllm-version-outside-range", "pyproject.toml [tool.vllm-scaffold] vllm", "bad, range: 50%", "fix it"),
+        Finding("vllm-not-installed", "the environment", "no vLLM\nhere", "install it"),
     )
     report.findings.append(report.findings[0].suppress("# doctor: ignore[...]"))
     lines = render.github_annotations(report, Path("plugins/fx")).splitlines()
