@@ -13,19 +13,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vllm_scaffold import vllm_facts
-from vllm_scaffold.doctor.checks import code as checks_code
-from vllm_scaffold.doctor.checks import config as checks_config
+from vllm_scaffold.doctor import checks
 from vllm_scaffold.doctor.checks import environment as checks_environment
-from vllm_scaffold.doctor.checks import imports as checks_imports
-from vllm_scaffold.doctor.checks import logits as checks_logits
-from vllm_scaffold.doctor.checks import manifest as checks_manifest
-from vllm_scaffold.doctor.checks import metadata as checks_metadata
-from vllm_scaffold.doctor.checks import parsers as checks_parsers
-from vllm_scaffold.doctor.checks import project as checks_project
-from vllm_scaffold.doctor.checks import release_api as checks_release_api
-from vllm_scaffold.doctor.checks import side_effects as checks_side_effects
-from vllm_scaffold.doctor.checks import versions as checks_versions
-from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.checks.target import Check, Target
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading import installed
@@ -45,40 +34,9 @@ from vllm_scaffold.project.distribution import (
 )
 from vllm_scaffold.vllm_facts import ReleaseIndex
 
-# Every check, in the order it runs: each declares its codes (`@check` in its module), and the ones declared
+# Every check (`@check` in the modules of doctor/checks/): each declares its codes, and the ones declared
 # `every_release` also run for each release `--vllm` names.
-CHECKS: tuple[Check, ...] = (
-    checks_project.nothing_read,
-    checks_project.pth_files,
-    checks_metadata.entry_point_groups,
-    checks_metadata.entry_point_targets,
-    checks_metadata.vllm_plugins_value,
-    checks_metadata.endpoint_enabled,
-    checks_metadata.vllm_version,
-    checks_versions.version_ranges,
-    checks_code.registration_timing,
-    checks_code.attention,
-    checks_code.attention_custom_claims,
-    checks_logits.logits_argmax_masks,
-    checks_code.in_tree_names_shadowed,
-    checks_code.linear_kernel_kinds,
-    checks_code.custom_ops,
-    checks_code.registered_names_taken,
-    checks_code.schedulers,
-    checks_side_effects.platform_detectors,
-    checks_side_effects.general_plugin_side_effects,
-    checks_code.io_processor_names,
-    checks_worker_extension.name_clashes,
-    checks_imports.vllm_imports,
-    checks_parsers.parser_names_in_tree,
-    checks_parsers.reasoning_parser_server_only,
-    checks_parsers.parser_plugin_path_too_short,
-    checks_parsers.tool_parser_methods,
-    checks_config.config_attributes,
-    checks_release_api.release_api,
-    checks_manifest.components_registered,
-    checks_manifest.version_specifiers,
-)
+CHECKS: tuple[Check, ...] = checks.registered()
 
 
 class _Unset(Enum):

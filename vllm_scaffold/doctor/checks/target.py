@@ -9,8 +9,10 @@ environment alone (entry points of other distributions, VLLM_PLUGINS, the instal
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import PluginPackage
@@ -54,6 +56,10 @@ class Check:
     every_release: bool
 
     @property
+    def module(self) -> ModuleType | None:
+        return sys.modules.get(self.run.__module__)
+
+    @property
     def name(self) -> str:
         return f"{self.run.__module__.rpartition('.')[2]}.{self.run.__name__}"
 
@@ -66,7 +72,7 @@ class Check:
 
 
 def check(*codes: str, every_release: bool = False) -> Callable[[Callable[[Target], list[Finding]]], Check]:
-    """Declares a check and the codes it reports; it is run once it is listed in `runner.CHECKS`."""
+    """Declares a check and the codes it reports; every check a module of `doctor/checks/` declares runs."""
 
     for code in codes:
         severity_of(code)  # each is registered, or the check is refused at import
