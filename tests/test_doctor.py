@@ -19,6 +19,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import doctor_fixtures
 import doctor_variants
 import pytest
 from test_doctor_reading import ENVIRONMENT_CODES
@@ -77,8 +78,8 @@ LIVE_ONLY = {
 # Fixtures checked against other installed plugins (tests/fixtures/doctor/_installed, put on PYTHONPATH).
 NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict", "offloading-spec-name-taken"}
 
-FIXTURE_DIRS = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean"}
-BROKEN = sorted(FIXTURE_DIRS | set(doctor_variants.BROKEN))
+# Every code with a package of its own (a folder or a variant), each reporting exactly that code.
+BROKEN = sorted(code for code in doctor_fixtures.by_code() if doctor_fixtures.own_package(code) is not None)
 STATIC = [name for name in BROKEN if name not in LIVE_ONLY]
 
 
@@ -156,8 +157,11 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _root(name: str, variants: Path) -> Path:
-    """A fixture's package: a folder of tests/fixtures/doctor, or a variant written from tests/doctor_variants.py."""
-    return FIXTURES / name if name in FIXTURE_DIRS or name == "clean" else variants / name
+    """A code's own package (tests/doctor_fixtures.py), the hand-written clean plugin, or a CLEAN variant."""
+    own = doctor_fixtures.own_package(name)
+    if own is not None:
+        return own.root(variants)
+    return FIXTURES / name if name == "clean" else variants / name
 
 
 def _diagnose(name: str, *, live: bool, variants: Path) -> Report:
