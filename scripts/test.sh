@@ -70,6 +70,10 @@ done
 # One tiny model for the whole run, shared by the generated packages' own test sessions, and the doctor's
 # probe results: this checkout's own, made anew with .venv.
 export VLLMSCAFFOLD_CACHE="${VLLMSCAFFOLD_CACHE:-$PWD/.venv/vllm-scaffold-cache}"
+# Every release the facts name has its sources here: the environments above, else its wheel, downloaded once
+# into that cache (PyPI has a wheel of each). A release that cannot be had is then a broken download, not a
+# reason to leave its facts unchecked: tests/test_facts.py fails on it instead of skipping.
+export VLLMSCAFFOLD_REQUIRE_SOURCES="${VLLMSCAFFOLD_REQUIRE_SOURCES:-1}"
 # CUDA compile results (`--cuda-arch`) are kept across runs in the user's cache directory, where the harness
 # keeps them for any plugin author: each is keyed by the kernel module's source, the launch, the architecture,
 # Triton's version and the checker's code, so only a kernel or launch that changed is compiled again.

@@ -19,6 +19,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import doctor_fixtures
 import doctor_variants
 import pytest
 from test_doctor_reading import ENVIRONMENT_CODES
@@ -30,7 +31,7 @@ from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.doctor.releases import check as releases
 from vllm_scaffold.doctor.releases import patches
 from vllm_scaffold.doctor.report import codes
-from vllm_scaffold.doctor.report.findings import Report
+from vllm_scaffold.doctor.report.findings import ProbeState, Report
 from vllm_scaffold.doctor.runner import diagnose
 from vllm_scaffold.generate.scaffold import render_example
 from vllm_scaffold_testing.engine import install_privately
@@ -77,8 +78,8 @@ LIVE_ONLY = {
 # Fixtures checked against other installed plugins (tests/fixtures/doctor/_installed, put on PYTHONPATH).
 NEEDS_OTHERS = {"attention-backend-conflict", "custom-op-conflict", "offloading-spec-name-taken"}
 
-FIXTURE_DIRS = {p.name for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith("_") and p.name != "clean"}
-BROKEN = sorted(FIXTURE_DIRS | set(doctor_variants.BROKEN))
+# Every code with a package of its own (a folder or a variant), each reporting exactly that code.
+BROKEN = sorted(code for code in doctor_fixtures.by_code() if doctor_fixtures.own_package(code) is not None)
 STATIC = [name for name in BROKEN if name not in LIVE_ONLY]
 
 
@@ -142,7 +143,7 @@ def _live(live_reports: dict[str, Report | Exception], key: str) -> Report:
     report = live_reports[key]
     if isinstance(report, Exception):
         raise report
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     return report
 
 
@@ -156,8 +157,11 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _root(name: str, variants: Path) -> Path:
-    """A fixture's package: a folder of tests/fixtures/doctor, or a variant written from tests/doctor_variants.py."""
-    return FIXTURES / name if name in FIXTURE_DIRS or name == "clean" else variants / name
+    """A code's own package (tests/doctor_fixtures.py), the hand-written clean plugin, or a CLEAN variant."""
+    own = doctor_fixtures.own_package(name)
+    if own is not None:
+        return own.root(variants)
+    return FIXTURES / name if name == "clean" else variants / name
 
 
 def _diagnose(name: str, *, live: bool, variants: Path) -> Report:
@@ -173,7 +177,7 @@ def test_static_check_reports_exactly_its_code(name: str, variants: Path) -> Non
     report = _diagnose(name, live=False, variants=variants)
     expected = {name} | ALSO.get(name, set()) | doctor_variants.BROKEN.get(name, doctor_variants.Variant({})).also
     assert report.codes == expected, _summary(report)
-    assert report.live == "off"
+    assert report.live.state is ProbeState.OFF
 
 
 @pytest.mark.parametrize("name", sorted(doctor_variants.CLEAN))
@@ -244,7 +248,7 @@ def _environment_state() -> tuple[object, ...]:
 def test_live_probe_leaves_the_environment_alone() -> None:
     before = _environment_state()
     report = diagnose(FIXTURES / "clean", live=True, use_cache=False)
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     assert _environment_state() == before
 
 
@@ -285,7 +289,8 @@ def test_the_generated_logits_processor_claiming_argmax_invariance_is_caught(tmp
 
     assert diagnose(package, live=False).codes == {"logits-argmax-masks"}
     report = diagnose(package, live=True, use_cache=False)
-    assert report.live == "on" and report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
+    assert report.live.state is ProbeState.ON, report.live
+    assert report.codes == {"logits-argmax-masks", "logits-argmax-claim"}, _summary(report)
     (claimed,) = [f for f in report.findings if f.code == "logits-argmax-claim"]
     assert "(target_token=3 in 2 of them)" in claimed.message, claimed.message
 
@@ -323,7 +328,7 @@ def test_a_worker_extension_module_initialising_cuda_is_reported_by_the_probe(tm
     )
     assert diagnose(package, live=False).codes == set()
     report = diagnose(package, live=True, use_cache=False)
-    assert report.live == "on", report.live
+    assert report.live.state is ProbeState.ON, report.live
     (finding,) = report.findings
     assert finding.code == "import-cost-cuda", _summary(report)
     assert finding.where == "worker extension fx_worker_extension_cuda_at_import.ext.FxWorkerExtension", finding.where

@@ -95,4 +95,4 @@ def test_the_ray_probe_finds_workers_on_nodes_without_the_plugin(tmp_path: Path)
     codes = {f.code: f for f in report.findings}
     assert SHOWN <= set(codes), report.live
     assert "2 of 2 Ray workers" in codes["ray-worker-missing-plugin"].message
-    assert f"Ray executor: joined {cluster.address}" in report.live
+    assert f"Ray executor: joined {cluster.address}" in str(report.live)

@@ -15,11 +15,18 @@ import pytest
 from rich.console import Console
 
 from tests.helpers import run_cli
+from vllm_scaffold.cli.doctor import Request
+from vllm_scaffold.doctor import runner
+from vllm_scaffold.doctor.checks import release_api
+from vllm_scaffold.doctor.checks.side_effects import Effect, summarise_effects
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm
-from vllm_scaffold.doctor.report import render
-from vllm_scaffold.doctor.report.findings import Finding, Report, error, info, warning
+from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.report import codes, render
+from vllm_scaffold.doctor.report.findings import Finding, LiveProbe, Place, ProbeState, Report, Severity
 from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.errors import ScaffoldError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 GOLDEN = Path(__file__).parents[1] / "generated_examples"
@@ -98,7 +105,7 @@ def without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_vllm_only_says_so_once(root: Path, without_vllm: None) -> None:
     report = diagnose(root, vllm_plugins=None)
     assert [f.code for f in report.findings] == ["vllm-not-installed"]
-    assert report.live == "off" and report.vllm.startswith("no vLLM")
+    assert report.live.state is ProbeState.OFF and report.vllm.startswith("no vLLM")
     result = run_cli("doctor", str(root))
     assert result.exit_code == 0, result.output
     assert "None" not in result.output and "no vLLM" in result.output
@@ -111,7 +118,7 @@ def _report(*findings: Finding) -> Report:
 
 
 def _outside(n: int) -> Finding:
-    return error(
+    return Finding(
         "registration-outside-general-plugin",
         f"src/fx_plugin/ops/module_{n:03d}.py:{n + 1}",
         f"register_oot() runs when fx_plugin.ops.module_{n:03d} is imported, and no vllm.general_plugins entry point "
@@ -124,7 +131,7 @@ def test_the_table_wraps_between_words_at_80_columns() -> None:
     report = _report(
         _outside(1),
         _outside(2),
-        warning(
+        Finding(
             "scheduler-not-async",
             "src/fx_plugin/scheduler.py:7",
             "FxScheduler subclasses Scheduler; " * 6,
@@ -157,8 +164,8 @@ def test_a_code_with_many_findings_shows_a_count_the_first_few_places_and_leaves
 def test_github_annotations_name_the_file_line_and_code() -> None:
     report = _report(
         _outside(1),
-        warning("vllm-version-outside-range", "pyproject.toml [tool.vllm-scaffold] vllm", "bad, range: 50%", "fix it"),
-        info("vllm-not-installed", "the environment", "no vLLM\nhere", "install it"),
+        Finding("vllm-version-outside-range", "pyproject.toml [tool.vllm-scaffold] vllm", "bad, range: 50%", "fix it"),
+        Finding("vllm-not-installed", "the environment", "no vLLM\nhere", "install it"),
     )
     report.findings.append(report.findings[0].suppress("# doctor: ignore[...]"))
     lines = render.github_annotations(report, Path("plugins/fx")).splitlines()
@@ -283,3 +290,79 @@ def test_a_side_effects_finding_with_forty_targets_stays_short_and_json_keeps_ev
     data = json.loads(run_cli("doctor", str(root), "--no-live", "--json").output)
     [shown] = [f for f in data["findings"] if f["code"] == "general-plugin-side-effects"]
     assert sorted(shown["details"]) == sorted(finding.details)
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        ({"executor": "dask"}, "unknown --executor 'dask'"),
+        ({"executor": "ray", "releases": ["0.32.0"]}, "--executor runs the plugin in a live engine"),
+        ({"as_json": True, "output": "github"}, "--json and --format github ask for two formats"),
+        ({"output": "yaml"}, "unknown --format 'yaml'"),
+        ({"installed": True, "target": "pkg"}, "--installed checks the whole environment, not 'pkg'"),
+        ({"installed": True, "releases": ["0.32.0"]}, "--vllm checks one package against releases"),
+    ],
+)
+def test_each_flag_combination_doctor_cannot_run_is_one_error_with_its_fix(flags: dict, problem: str) -> None:
+    asked = {"target": ".", "installed": False, "output": "table", "as_json": False, "live": None}
+    asked |= {"plugins": None, "executor": None, "releases": [], **flags}
+    with pytest.raises(ScaffoldError) as refused:
+        Request.of(**asked)
+    assert refused.value.problem.startswith(problem) and refused.value.fix
+    assert refused.value.exit_code == 2
+
+
+def test_json_is_the_alias_of_format_json() -> None:
+    asked = {"target": ".", "installed": False, "live": None, "plugins": None, "executor": None, "releases": []}
+    assert Request.of(output="table", as_json=True, **asked) == Request.of(output="json", as_json=False, **asked)
+
+
+def test_every_check_declares_registered_codes_and_the_release_path_runs_the_same_registry() -> None:
+    declared = [code for check in runner.CHECKS for code in check.codes]
+    assert set(declared) <= set(codes.codes())
+    # one code, one check; but the import codes: against the installed vLLM, imports.vllm_imports reports them
+    assert {code for code in declared if declared.count(code) > 1} == release_api.IMPORT_CODES
+    on_releases = {check.name for check in runner.CHECKS if check.every_release}
+    assert on_releases == {
+        "release_api.release_api",
+        "code.linear_kernel_kinds",
+        "worker_extension.name_clashes",
+        "versions.version_ranges",
+    }
+
+
+def test_a_check_reporting_a_code_it_does_not_declare_is_refused() -> None:
+    @check("pth-runs-code")
+    def wrong(target: Target) -> list[Finding]:
+        return [Finding("no-modules-read", "pkg", "m", "f")]
+
+    with pytest.raises(ValueError, match="no-modules-read"):
+        wrong(Target(PluginPackage.load(FIXTURES / "clean"), None, None, list))
+
+
+def test_a_finding_takes_its_severity_from_the_registry_only() -> None:
+    finding = Finding("pth-runs-code", "fx.pth", "runs code", "remove it")
+    assert finding.severity.value == codes.severity_of("pth-runs-code")
+    # the release check's older form, severity first, is accepted while it says the registered severity
+    assert Finding(finding.severity, "pth-runs-code", "fx.pth", "runs code", "remove it") == finding
+    other = next(s for s in Severity if s is not finding.severity)
+    with pytest.raises(ValueError, match="registered as"):
+        Finding(other, "pth-runs-code", "fx.pth", "runs code", "remove it")
+
+
+def test_places_effects_and_the_live_state_are_data_written_as_before() -> None:
+    assert Place.of("src/fx/plugin.py:12") == Place("src/fx/plugin.py:12", "src/fx/plugin.py", 12)
+    assert Place.of("pyproject.toml [project.entry-points]").file == "pyproject.toml"
+    assert Place.of("the environment").file is None
+    assert str(LiveProbe(ProbeState.SKIPPED, "vLLM is not installed")) == "skipped: vLLM is not installed"
+    assert str(LiveProbe(ProbeState.ON, how="platform detectors called")) == "on (platform detectors called)"
+    assert str(LiveProbe(ProbeState.ON, ray="joined x")) == "on; Ray executor: joined x"
+    effects = [
+        Effect.replacing("vllm.a.B.c").reached_through("register() -> f() at fx/p.py:3"),
+        Effect.replacing("vllm.a.B.d"),
+        Effect("writes os.environ"),
+    ]
+    assert str(effects[0]) == "replaces vllm.a.B.c (through register() -> f() at fx/p.py:3)"
+    assert summarise_effects(effects) == (
+        "replaces 2 attributes of vllm.a.B: c, d; writes os.environ (each one, with the calls that reach it, in --json)"
+    )

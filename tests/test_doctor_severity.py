@@ -1,26 +1,23 @@
 """The severity contract (docs/doctor.md): an error means the plugin fails at run time on that release.
 
 Every error code of the registry (vllm_scaffold/doctor/report/codes.toml) names in `fails` how it fails at run
-time, and has a broken fixture that shows it: a folder of tests/fixtures/doctor or a BROKEN variant of
-tests/doctor_variants.py (each reports exactly its code, tests/test_doctor.py), a release fixture of
-tests/test_releases.py, a pair of installed plugins of tests/test_doctor_reading.py, or the Ray cluster of
-tests/test_doctor_ray.py. A code added later without either fails here.
+time, and has a broken fixture that shows it: one of tests/doctor_fixtures.py (a folder of tests/fixtures/doctor
+or a BROKEN variant of tests/doctor_variants.py, each reporting exactly its code in tests/test_doctor.py, or a
+release fixture of tests/test_releases.py), a pair of installed plugins of tests/test_doctor_reading.py, or the
+Ray cluster of tests/test_doctor_ray.py. A code added later without either fails here.
 """
 
 from __future__ import annotations
 
-import doctor_variants
-from test_doctor import FIXTURE_DIRS
+import doctor_fixtures
 from test_doctor_ray import SHOWN as RAY_SHOWN
 from test_doctor_reading import ENVIRONMENT_CODES
-from test_releases import EXPECTED as RELEASE_EXPECTED
 
 from vllm_scaffold.doctor.report import codes
 
 
 def _shown_by_a_fixture() -> set[str]:
-    releases = {code for found in RELEASE_EXPECTED.values() for pairs in found.values() for code, _where in pairs}
-    return FIXTURE_DIRS | set(doctor_variants.BROKEN) | releases | ENVIRONMENT_CODES | RAY_SHOWN
+    return set(doctor_fixtures.by_code()) | ENVIRONMENT_CODES | RAY_SHOWN
 
 
 def test_every_error_code_says_how_it_fails_at_run_time() -> None:

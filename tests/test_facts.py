@@ -3,11 +3,14 @@ page, pitfall, doctor summary and message states them from there (docs/facts.md)
 
 Each release's sources: the installed vLLM (the suite's environment), the `.venv-VERSION` environments
 scripts/test.sh creates, else the release's wheel from the tool's cache, downloaded once with
-`pip download --no-deps` when missing (a release whose sources cannot be had is skipped, with the reason).
+`pip download --no-deps` when missing. A release whose sources cannot be had is skipped, with the reason;
+with VLLMSCAFFOLD_REQUIRE_SOURCES=1 (scripts/test.sh sets it) it fails instead, so that a download that broke
+cannot leave a release's facts unchecked.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -27,12 +30,16 @@ from vllm_scaffold.vllm_facts import endpoint_routes_replace_core, facts, linear
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = facts_docs.releases()
+# Set to 1, a release whose sources cannot be had fails the evidence tests instead of skipping them.
+REQUIRE_SOURCES = "VLLMSCAFFOLD_REQUIRE_SOURCES"
 
 
 def _sources(version: str) -> facts.Sources:
     try:
         return facts.release_sources(version, facts_docs.trees())
     except ScaffoldError as error:
+        if os.environ.get(REQUIRE_SOURCES) == "1":
+            pytest.fail(f"the sources of vLLM {version} are not at hand ({REQUIRE_SOURCES}=1): {error}")
         pytest.skip(f"the sources of vLLM {version} are not at hand: {error}")
 
 

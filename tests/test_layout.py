@@ -120,3 +120,16 @@ def test_a_new_cycle_is_found_through_a_function_level_import(tmp_path: Path) ->
     assert set(cycle(graph) or []) >= {"pkg.cli", "pkg.core", "pkg.core.model"}
     assert graph["pkg.typed"] == set()
     assert private == ["pkg.peek: from pkg.core.model import _hidden"]
+
+
+def test_the_tools_folders_import_one_way() -> None:
+    """The layers (cli -> terminal -> generate -> doctor/route -> catalog -> vllm_facts/project): no folder
+    imports one that imports it back, through any module of either."""
+    graph, _ = import_graph(TOOL)
+    folders: dict[str, set[str]] = {}
+    for importer, targets in graph.items():
+        for target in targets:
+            layer, other = ".".join(importer.split(".")[:2]), ".".join(target.split(".")[:2])
+            if layer != other and other != TOOL.name:
+                folders.setdefault(layer, set()).add(other)
+    assert cycle(folders) is None, " -> ".join(cycle(folders) or [])

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from doctor_fixtures import RELEASE_FINDINGS
 
 from tests.helpers import run_cli
 from vllm_scaffold import vllm_facts
@@ -28,119 +29,8 @@ from vllm_scaffold.vllm_facts.routes import declared_routes
 FIXTURES = Path(__file__).parent / "fixtures" / "releases"
 GOLDEN = Path(__file__).parents[1] / "generated_examples"
 
-PATCHES = "pyproject.toml [[tool.vllm-scaffold.components]]"
 # fixture -> release -> {(code, where)}: everything doctor --vllm must report, and nothing else.
-EXPECTED: dict[str, dict[str, set[tuple[str, str]]]] = {
-    # vLLM 0.34 removed the V1 runner: a V1-only class and one with no base are refused at start-up; the V2 one,
-    # reached through the package's re-export, is not reported.
-    # The plugin's own VLLM_* variables, which vLLM's environment check warns about on every release.
-    "environment": {
-        version: {
-            ("env-unknown-vllm-variable", "src/fx_rel_env/__init__.py:5"),
-            ("env-unknown-vllm-variable", "src/fx_rel_env/__init__.py:6"),
-            ("env-unknown-vllm-variable", "src/fx_rel_env/__init__.py:14"),
-        }
-        for version in ("0.31.0", "0.34.0")
-    },
-    "logits-interfaces": {
-        "0.33.0": set(),
-        "0.34.0": {
-            ("logits-processor-not-v2", "src/fx_rel_logits/plain.py:1"),
-            ("logits-processor-not-v2", "src/fx_rel_logits/v1_only.py:4"),
-            ("vllm-import-missing", "src/fx_rel_logits/v1_only.py:1"),
-        },
-    },
-    "kv-connector": {
-        "0.31.0": {
-            ("vllm-import-missing", "src/fx_rel_kv/connector.py:6"),
-            ("vllm-import-guarded", "src/fx_rel_kv/metrics.py:4"),
-            ("vllm-override-not-yet", "src/fx_rel_kv/connector.py:34"),
-        },
-        "0.32.0": {("vllm-override-not-yet", "src/fx_rel_kv/connector.py:34")},
-        "0.33.0": set(),
-    },
-    "scheduler": {
-        "0.31.0": set(),
-        "0.32.0": {("vllm-override-signature", "src/fx_rel_sched/async_policy.py:15")},
-        "0.33.0": {
-            ("vllm-abstract-missing", "src/fx_rel_sched/interface.py:8"),
-            ("vllm-override-moved", "src/fx_rel_sched/async_policy.py:11"),
-            ("vllm-override-signature", "src/fx_rel_sched/async_policy.py:15"),
-        },
-    },
-    "attention": {
-        "0.31.0": {("vllm-argument-type", "src/fx_rel_attn/plugin.py:7")},
-        "0.32.0": {
-            ("vllm-override-orphaned", "src/fx_rel_attn/builder.py:15"),
-            ("vllm-super-missing", "src/fx_rel_attn/builder.py:16"),
-            ("vllm-override-orphaned", "src/fx_rel_attn/platform.py:8"),
-        },
-        "0.33.0": {
-            ("vllm-override-orphaned", "src/fx_rel_attn/builder.py:15"),
-            ("vllm-super-missing", "src/fx_rel_attn/builder.py:16"),
-            ("vllm-override-orphaned", "src/fx_rel_attn/platform.py:8"),
-        },
-    },
-    "moved-modules": {
-        "0.31.0": {("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17")},
-        "0.32.0": {
-            ("vllm-import-missing", "src/fx_rel_moved/plugin.py:15"),
-            ("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17"),
-        },
-        "0.33.0": {
-            ("vllm-import-missing", "src/fx_rel_moved/plugin.py:15"),
-            ("vllm-attribute-missing", "src/fx_rel_moved/plugin.py:17"),
-            ("vllm-dotted-path-missing", "src/fx_rel_moved/plugin.py:11"),
-        },
-    },
-    "quantization": {
-        "0.31.0": set(),
-        "0.32.0": set(),
-        "0.33.0": {("vllm-call-signature", "src/fx_rel_quant/plugin.py:21")},
-    },
-    "endpoint": {
-        "0.31.0": {
-            ("vllm-endpoint-route-shadowed", "src/fx_rel_route/plugin.py:16"),
-            ("vllm-endpoint-route-shadowed", "src/fx_rel_route/plugin.py:21"),
-        },
-        "0.32.0": set(),
-        "0.33.0": set(),
-    },
-    # Parsers are subclasses like any other: a signature of an older interface, a method the release has not
-    # got yet (set_prompt_token_ids arrives in 0.33). The `@abstractmethod` left out (extract_content_ids) is
-    # not reported: ReasoningParser is no ABC, so creating the parser raises nothing.
-    "parsers": {
-        version: {
-            ("vllm-override-signature", "src/fx_rel_parsers/tools.py:10"),
-            *([("vllm-override-not-yet", "src/fx_rel_parsers/think.py:7")] if version != "0.33.0" else []),
-        }
-        for version in ("0.31.0", "0.32.0", "0.33.0")
-    },
-    "clean": {version: set() for version in ("0.31.0", "0.32.0", "0.33.0")},
-    "self-attributes": {
-        "0.31.0": set(),
-        "0.32.0": {("vllm-self-attribute-missing", "src/fx_rel_self/manager.py:8")},
-        "0.33.0": {("vllm-self-attribute-missing", "src/fx_rel_self/manager.py:8")},
-    },
-    "offload-manager": {
-        version: {
-            ("vllm-super-call-signature", "src/fx_rel_offload/managers.py:10"),
-            *([("vllm-super-call-signature", "src/fx_rel_offload/managers.py:17")] if version != "0.33.0" else []),
-            # 0.33's OffloadingConnector passes submit_load(..., expedited=True)
-            *([("vllm-override-signature", "src/fx_rel_offload/workers.py:12")] if version == "0.33.0" else []),
-        }
-        for version in ("0.31.0", "0.32.0", "0.33.0")
-    },
-    "patch": {
-        "0.31.0": set(),
-        "0.32.0": {("patch-signature-changed", f"{PATCHES} profile")},
-        "0.33.0": {
-            ("patch-signature-changed", f"{PATCHES} profile"),
-            ("patch-source-changed", f"{PATCHES} dcp_layout"),
-            ("patch-target-missing", f"{PATCHES} mamba_cache"),
-        },
-    },
-}
+EXPECTED = RELEASE_FINDINGS
 
 
 def _all_releases() -> list[vllm_facts.ReleaseIndex]:

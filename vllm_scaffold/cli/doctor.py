@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from vllm_scaffold.doctor.report.findings import Report
+    from vllm_scaffold.doctor.runner import EnvironmentReport
 
 
 def command(
@@ -31,7 +36,7 @@ def command(
             help="table: grouped text; json: every finding; github: workflow annotations for GitHub Actions.",
         ),
     ] = "table",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON (--format json).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json (scripts use it).")] = False,
     live: Annotated[
         bool | None,
         typer.Option(
@@ -65,10 +70,42 @@ def command(
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli.options import reporting
-    from vllm_scaffold.errors import ScaffoldError
 
-    options: dict[str, str | None] = {} if plugins is None else {"vllm_plugins": plugins}
     with reporting():
+        request = Request.of(target, installed, output, as_json, live, plugins, executor, releases or [])
+        reports, whole = request.run()
+    request.show(reports, whole)
+    raise typer.Exit(1 if any(report.has_error for report in reports) else 0)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one doctor command asks for, its flags checked together: each combination that cannot be run is
+    refused here with its fix, before anything is read."""
+
+    target: str
+    installed: bool
+    output: str  # "table", "json" or "github"
+    live: bool | None
+    plugins: str | None
+    executor: str | None
+    releases: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        target: str,
+        installed: bool,
+        output: str,
+        as_json: bool,
+        live: bool | None,
+        plugins: str | None,
+        executor: str | None,
+        releases: list[str],
+    ) -> Request:
+        from vllm_scaffold.doctor.report.render import FORMATS
+        from vllm_scaffold.errors import ScaffoldError
+
         if executor is not None:
             from vllm_scaffold.doctor.live.probe_ray import EXECUTORS
 
@@ -82,40 +119,39 @@ def command(
         if as_json and output not in {"table", "json"}:
             raise ScaffoldError(f"--json and --format {output} ask for two formats", "pass one of them")
         output = "json" if as_json else output
-        if output not in {"table", "json", "github"}:
+        if output not in FORMATS:
             raise ScaffoldError(f"unknown --format '{output}'", "use --format table, json or github")
         if installed and target != ".":
             raise ScaffoldError(f"--installed checks the whole environment, not '{target}'", "drop one of them")
+        if installed and releases:
+            raise ScaffoldError("--vllm checks one package against releases, not the environment", "drop --installed")
+        return cls(target, installed, output, live, plugins, executor, tuple(releases))
+
+    def run(self) -> tuple[list[Report], Report | EnvironmentReport | None]:
+        """The reports, in the order shown, and the one object `--format json` prints (None for `--vllm`)."""
+        from vllm_scaffold.doctor import runner
+
+        options: dict[str, str | None] = {} if self.plugins is None else {"vllm_plugins": self.plugins}
+        if self.releases:
+            return runner.diagnose_releases(Path(self.target), list(self.releases)), None
+        if self.installed:
+            environment = runner.diagnose_installed(live=self.live, **options)
+            return [environment.environment, *environment.packages], environment
+        report = runner.diagnose(self.target, live=self.live, executor=self.executor, **options)
+        return [report], report
+
+    def show(self, reports: list[Report], whole: Report | EnvironmentReport | None) -> None:
         from vllm_scaffold.doctor.report import render
+        from vllm_scaffold.terminal import console
 
-        if releases:
-            from vllm_scaffold.doctor.runner import diagnose_releases
-
-            if installed:
-                raise ScaffoldError(
-                    "--vllm checks one package against releases, not the environment", "drop --installed"
-                )
-            reports = diagnose_releases(Path(target), releases)
+        if self.output == "json":
+            typer.echo(render.as_json(whole) if whole is not None else render.releases_as_json(reports))
+        elif self.output == "github":
+            base = _relative_to_cwd(Path(self.target)) if Path(self.target).is_dir() else Path(".")
+            typer.echo("\n".join(render.github_annotations(report, base) for report in reports))
         else:
-            from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
-
-            if installed:
-                result = diagnose_installed(live=live, **options)
-                reports = [result.environment, *result.packages]
-            else:
-                result = diagnose(target, live=live, executor=executor, **options)
-                reports = [result]
-    if output == "json" and releases:
-        typer.echo(render.releases_as_json(reports))
-    elif output == "json":
-        typer.echo(render.as_json(result))
-    elif output == "github":
-        base = _relative_to_cwd(Path(target)) if Path(target).is_dir() else Path(".")
-        typer.echo("\n".join(render.github_annotations(report, base) for report in reports))
-    else:
-        for report in reports:
-            render.print_table(report)
-    raise typer.Exit(1 if any(report.has_error for report in reports) else 0)
+            for report in reports:
+                render.print_table(report, console.out())
 
 
 def _relative_to_cwd(path: Path) -> Path:

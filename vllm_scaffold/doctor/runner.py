@@ -6,31 +6,25 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from vllm_scaffold import vllm_facts
-from vllm_scaffold.doctor.checks import code as checks_code
-from vllm_scaffold.doctor.checks import config as checks_config
+from vllm_scaffold.doctor import checks
 from vllm_scaffold.doctor.checks import environment as checks_environment
-from vllm_scaffold.doctor.checks import manifest as checks_manifest
-from vllm_scaffold.doctor.checks import metadata as checks_metadata
-from vllm_scaffold.doctor.checks import parsers as checks_parsers
-from vllm_scaffold.doctor.checks import project as checks_project
-from vllm_scaffold.doctor.checks import versions as checks_versions
-from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
+from vllm_scaffold.doctor.checks.target import Check, Target
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.proof import chain as proof
+from vllm_scaffold.doctor.reading import installed
 from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
-from vllm_scaffold.doctor.reading.installed import facts as installed_facts
 from vllm_scaffold.doctor.reading.package import PluginPackage
-from vllm_scaffold.doctor.releases import check as release_check
 from vllm_scaffold.doctor.report import suppress
-from vllm_scaffold.doctor.report.findings import Finding, Report
+from vllm_scaffold.doctor.report.findings import Finding, LiveProbe, ProbeState, Report
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.project.distribution import (
     is_archive,
@@ -41,42 +35,18 @@ from vllm_scaffold.project.distribution import (
 )
 from vllm_scaffold.vllm_facts import ReleaseIndex
 
-StaticCheck = Callable[[Context], list[Finding]]
+# Every check (`@check` in the modules of doctor/checks/): each declares its codes, and the ones declared
+# `every_release` also run for each release `--vllm` names.
+CHECKS: tuple[Check, ...] = checks.registered()
 
-STATIC_CHECKS: tuple[StaticCheck, ...] = (
-    checks_project.nothing_read,
-    checks_project.pth_files,
-    checks_metadata.entry_point_groups,
-    checks_metadata.entry_point_targets,
-    checks_metadata.vllm_plugins_value,
-    checks_metadata.endpoint_enabled,
-    checks_metadata.vllm_version,
-    checks_versions.version_ranges,
-    checks_code.registration_timing,
-    checks_code.attention,
-    checks_code.attention_custom_claims,
-    checks_code.logits_argmax_masks,
-    checks_code.in_tree_names_shadowed,
-    checks_code.linear_kernel_kinds,
-    checks_code.custom_ops,
-    checks_code.registered_names_taken,
-    checks_code.schedulers,
-    checks_code.platform_detectors,
-    checks_code.general_plugin_side_effects,
-    checks_code.io_processor_names,
-    checks_worker_extension.name_clashes,
-    checks_code.vllm_imports,
-    checks_parsers.parser_names_in_tree,
-    checks_parsers.reasoning_parser_server_only,
-    checks_parsers.parser_plugin_path_too_short,
-    checks_parsers.tool_parser_methods,
-    checks_config.config_attributes,
-    checks_config.installed_release_api,
-    checks_manifest.components_registered,
-    checks_manifest.version_specifiers,
-)
 
-_UNSET = object()
+class _Unset(Enum):
+    """The default of `vllm_plugins`: take VLLM_PLUGINS from the environment (None is "unset")."""
+
+    FROM_ENVIRON = "from the environment"
+
+
+_UNSET = _Unset.FROM_ENVIRON
 
 
 def diagnose(target: Path | str, *, environ: Mapping[str, str] | None = None, **options: Any) -> Report:
@@ -108,11 +78,11 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
         for index, seconds in loaded:
             started = time.perf_counter()
             report = Report(package.dist_name, f"{index.distribution} {index.version}", read=what_was_read(package))
-            report.live = "off: checked against the release's source index"
-            report.add(release_check.check(package, index, others))
-            report.add(checks_code.bad_linear_kernel_kinds(package, index.version))
-            report.add(checks_worker_extension.clashes_on(package, index))
-            report.add(checks_versions.excluded_by_version(package, index.version))
+            report.live = LiveProbe(ProbeState.OFF, "checked against the release's source index")
+            against = Target(package, index, None, lambda: others)
+            for check in CHECKS:
+                if check.every_release:
+                    report.add(check(against))
             report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
@@ -146,7 +116,7 @@ def diagnose_package(
     package: PluginPackage,
     *,
     live: bool | None = None,
-    vllm_plugins: str | None | object = _UNSET,
+    vllm_plugins: str | None | Literal[_Unset.FROM_ENVIRON] = _UNSET,
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
     executor: str | None = None,
@@ -157,14 +127,16 @@ def diagnose_package(
     started = time.perf_counter()
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
-    ctx = Context.build(package, plugins, environ)  # type: ignore[arg-type]
+    ctx = Context.build(package, plugins, environ)
     report = Report(package=package.dist_name, vllm=_vllm_label(ctx.vllm), read=what_was_read(package))
     report.add(_syntax_errors(package))
     if not ctx.vllm.present:
         report.add([_vllm_not_installed()])
     with collector_paused():
-        for check in STATIC_CHECKS:
-            report.add(check(ctx))
+        index = installed.facts() if ctx.vllm.present else None
+        target = Target(package, index, ctx, _shipped_indexes)
+        for check in CHECKS:
+            report.add(check(target))
         if executor == "ray" or "RAY_ADDRESS" in environ:
             report.add(probe_ray.cluster_note(ctx))
     report.timings["static"] = time.perf_counter() - started
@@ -172,11 +144,11 @@ def diagnose_package(
     if live is None:
         live = ctx.vllm.present and package.installable
     if not live:
-        report.live = "off"
+        report.live = LiveProbe(ProbeState.OFF)
     elif not ctx.vllm.present:
-        report.live = "skipped: vLLM is not installed"
+        report.live = LiveProbe(ProbeState.SKIPPED, "vLLM is not installed")
     elif not package.installable:
-        report.live = "skipped: the probe installs a source directory or a wheel"
+        report.live = LiveProbe(ProbeState.SKIPPED, "the probe installs a source directory or a wheel")
     else:
         from vllm_scaffold.doctor.live.probe import ProbeFailed, live_findings
 
@@ -185,16 +157,20 @@ def diagnose_package(
             static_places = {(f.code, f.where) for f in report.findings}
             # the probe confirms some static findings (a missing target fails to load too): keep the static one
             report.add([f for f in live_findings(ctx, use_cache=use_cache) if (f.code, f.where) not in static_places])
-            report.live = "on"
+            report.live = LiveProbe(ProbeState.ON)
         except ProbeFailed as failure:
-            report.live = f"failed: {failure}"
+            report.live = LiveProbe(ProbeState.FAILED, str(failure))
         report.timings["live"] = time.perf_counter() - probe_started
         if executor == "ray":
-            report.live += f"; Ray executor: {_ray_probe(report, ctx)}"
+            report.live = replace(report.live, ray=_ray_probe(report, ctx))
             report.timings["live-ray"] = time.perf_counter() - probe_started - report.timings["live"]
-    index = installed_facts() if ctx.vllm.present else None
+    index = installed.facts() if ctx.vllm.present else None
     report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
     return report
+
+
+def _shipped_indexes() -> list[ReleaseIndex]:
+    return [vllm_facts.shipped(version) for version in vllm_facts.shipped_versions()]
 
 
 def _ray_probe(report: Report, ctx: Context) -> str:
@@ -210,9 +186,7 @@ def _ray_probe(report: Report, ctx: Context) -> str:
 
 
 def _vllm_not_installed() -> Finding:
-    from vllm_scaffold.doctor.report.findings import info
-
-    return info(
+    return Finding(
         "vllm-not-installed",
         "the environment",
         "vLLM is not installed here, so the checks that compare the plugin with vLLM's own names and APIs "
@@ -238,7 +212,10 @@ class EnvironmentReport:
 
 
 def diagnose_installed(
-    *, live: bool | None = None, vllm_plugins: str | None | object = _UNSET, environ: Mapping[str, str] | None = None
+    *,
+    live: bool | None = None,
+    vllm_plugins: str | None | Literal[_Unset.FROM_ENVIRON] = _UNSET,
+    environ: Mapping[str, str] | None = None,
 ) -> EnvironmentReport:
     """Every distribution with vLLM entry points in the environment (`environ`'s PYTHONPATH first), each
     checked statically, plus the checks between them; `live=None` calls the platform detectors when vLLM
@@ -264,11 +241,11 @@ def diagnose_installed(
         if plugins is not None:
             detection_env["VLLM_PLUGINS"] = str(plugins)
         claims = checks_environment.detected_platforms(detection_env)
-    environment.live = "on (platform detectors called)" if live else "off"
+    environment.live = LiveProbe(ProbeState.ON, how="platform detectors called") if live else LiveProbe()
     environment.add(checks_environment.platforms_conflict(packages, claims))
     environment.add(checks_environment.custom_attention_twice(packages))
     environment.add(checks_environment.shared_registry_names(packages))
-    environment.add(checks_environment.plugins_drops(packages, plugins))  # type: ignore[arg-type]
+    environment.add(checks_environment.plugins_drops(packages, plugins))
     environment.timings["static"] = time.perf_counter() - started
     return EnvironmentReport(environment, reports)
 
@@ -295,7 +272,6 @@ def _relative(path: Path, root: Path) -> str:
 def _syntax_errors(package: PluginPackage) -> list[Finding]:
     """Modules that do not parse, and files holding the conflict markers of an unresolved `update` (named as
     such: a module with markers does not parse either, and the fix is to resolve the merge)."""
-    from vllm_scaffold.doctor.report.findings import error
     from vllm_scaffold.project import conflicts
 
     root = package.project.root
@@ -305,7 +281,7 @@ def _syntax_errors(package: PluginPackage) -> list[Finding]:
     generated = [p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file()] if base.is_dir() else []
     marked = conflicts.unresolved(root, sorted(set(modules) | set(generated)))
     findings = [
-        error(
+        Finding(
             "update-conflict-markers",
             f"{relpath}:{line}",
             f"{relpath} holds the conflict markers 'vllm-scaffold update' writes: the merge of your edit and "
@@ -316,7 +292,7 @@ def _syntax_errors(package: PluginPackage) -> list[Finding]:
         for relpath, line in marked.items()
     ]
     return findings + [
-        error(
+        Finding(
             "syntax-error",
             module.rel,
             f"{module.name} does not parse ({module.syntax_error}); no check can read it and vLLM cannot import it",

@@ -13,11 +13,11 @@ import ast
 from functools import cache
 from pathlib import Path
 
-from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.guards import ATTRIBUTE_ERRORS, guards
 from vllm_scaffold.doctor.reading.package import Module, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, class_body_names, qualified
-from vllm_scaffold.doctor.report.findings import Finding, error
+from vllm_scaffold.doctor.report.findings import Finding
 
 
 def _class_names(node: ast.ClassDef) -> tuple[set[str], bool]:
@@ -142,31 +142,35 @@ def _in_vllm_subclasses(module: Module, fields: dict[str, str]) -> set[int]:
     table = aliases(module)
     found: set[int] = set()
     for node in module.of_type(ast.ClassDef):
-        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]  # type: ignore[attr-defined]
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [b.value if isinstance(b, ast.Subscript) else b for b in node.bases]
         if not any((qualified(b, table) or "").startswith("vllm.") for b in bases):
             continue
         inside = walk_nodes(node)
         own = {
             t.attr
             for n in inside
-            if n.__class__ is ast.Assign
-            for t in n.targets  # type: ignore[attr-defined]
+            if isinstance(n, ast.Assign)
+            for t in n.targets
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
         }
         found.update(
             id(n)
             for n in inside
-            if n.__class__ is ast.Attribute
-            and isinstance(n.value, ast.Name)  # type: ignore[attr-defined]
-            and n.value.id == "self"  # type: ignore[attr-defined]
-            and n.attr in fields  # type: ignore[attr-defined]
-            and n.attr not in own  # type: ignore[attr-defined]
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+            and n.attr in fields
+            and n.attr not in own
         )
     return found
 
 
-def config_attributes(ctx: Context) -> list[Finding]:
+@check("vllm-config-attribute-missing")
+def config_attributes(target: Target) -> list[Finding]:
     """`<...>.scheduler_config.X` (or a variable named scheduler_config) where SchedulerConfig has no X."""
+    ctx = target.environment
     source = ctx.vllm.source
     if source is None:
         return []
@@ -176,16 +180,16 @@ def config_attributes(ctx: Context) -> list[Finding]:
     for module in ctx.package.parsed():
         held = (*_config_variables(module, fields), _in_vllm_subclasses(module, fields))
         for node in module.of_type(ast.Attribute):
-            if not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+            if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
                 continue
-            field = _holds_field(node.value, fields, held)  # type: ignore[attr-defined]
-            if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):  # type: ignore[attr-defined]
+            field = _holds_field(node.value, fields, held)
+            if field is None or node.attr in _DICT_METHODS or node.attr.startswith("__"):
                 continue
             known = classes.get(fields[field])
-            if known is None or node.attr in known or id(node) in guards(module, catching=ATTRIBUTE_ERRORS):  # type: ignore[attr-defined]
+            if known is None or node.attr in known or id(node) in guards(module, catching=ATTRIBUTE_ERRORS):
                 continue
             findings.append(
-                error(
+                Finding(
                     "vllm-config-attribute-missing",
                     module.where(node),
                     f"{field}.{node.attr}: {fields[field]} has no attribute '{node.attr}' in the installed vLLM "
@@ -195,31 +199,3 @@ def config_attributes(ctx: Context) -> list[Finding]:
                 )
             )
     return findings
-
-
-# The codes doctor --vllm reports against a release that the plain run takes from its own check of the
-# installed vLLM's sources instead (checks/code.py `vllm_imports`, which also reads lazily resolved modules):
-# every other code of the release check is reported by a plain run exactly as `--vllm <installed version>`.
-IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
-
-
-def installed_release_api(ctx: Context) -> list[Finding]:
-    """doctor --vllm's release checks (calls, overrides, abstract methods, super() calls, attributes, dotted
-    paths, monkeypatches, declared patches...) run against the installed vLLM's index, with the other indexed
-    releases to tell a removed member from the plugin's own, as `--vllm <installed version>` runs them."""
-    if not ctx.vllm.present:
-        return []
-    from vllm_scaffold.doctor.reading import installed
-    from vllm_scaffold.doctor.reading.callers import CallSites
-    from vllm_scaffold.doctor.releases import check as releases
-
-    index = installed.facts()
-    release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
-    sites = CallSites(ctx.vllm.source, release, installed.cache_dir())
-    return [f for f in releases.check(ctx.package, index, _shipped_indexes, sites) if f.code not in IMPORT_CODES]
-
-
-def _shipped_indexes() -> list:
-    from vllm_scaffold import vllm_facts
-
-    return [vllm_facts.shipped(version) for version in vllm_facts.shipped_versions()]

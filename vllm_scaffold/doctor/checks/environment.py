@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, all_calls, qualified
-from vllm_scaffold.doctor.report.findings import Finding, error, warning
+from vllm_scaffold.doctor.report.findings import Finding
 
 DETECTION_TIMEOUT_S = 300
 
@@ -51,7 +51,7 @@ def shared_registry_names(packages: list[PluginPackage]) -> list[Finding]:
                 else "vLLM logs a warning and the plugin loaded last replaces the other's config silently"
             )
             findings.append(
-                error(
+                Finding(
                     code,
                     f"{what} '{name}'",
                     f"{len(dists)} installed packages register {what} '{name}': {'; '.join(owners)}; {consequence}",
@@ -72,7 +72,7 @@ def custom_attention_twice(packages: list[PluginPackage]) -> list[Finding]:
     if len({owner.split(" (")[0] for owner in owners}) < 2:
         return []
     return [
-        error(
+        Finding(
             "env-custom-attention-twice",
             "AttentionBackendEnum.CUSTOM",
             f"several installed packages register their attention backend as CUSTOM: {'; '.join(owners)}; the "
@@ -99,7 +99,7 @@ def plugins_drops(packages: list[PluginPackage], vllm_plugins: str | None) -> li
         if dropped:
             names = ", ".join(f"{ep.name} [{ep.group}]" for ep in dropped)
             findings.append(
-                warning(
+                Finding(
                     "env-plugins-drops",
                     f"VLLM_PLUGINS={vllm_plugins!r}",
                     f"{package.dist_name} is installed but VLLM_PLUGINS does not name {names}: vLLM never loads it",
@@ -151,7 +151,7 @@ def platforms_conflict(packages: list[PluginPackage], claims: dict[str, str] | N
     listing = "; ".join(f"{dist} ({ep.name} = {ep.value})" for dist, ep in platforms)
     if claims is None:
         return [
-            warning(
+            Finding(
                 "env-platforms-several",
                 vllm_facts.PLATFORM,
                 f"{len(platforms)} out-of-tree platforms are installed: {listing}; when more than one detector "
@@ -165,7 +165,7 @@ def platforms_conflict(packages: list[PluginPackage], claims: dict[str, str] | N
         return []
     names = "; ".join(f"{dist} ({ep.name} returned {claims[ep.name]})" for dist, ep in claiming)
     return [
-        error(
+        Finding(
             "env-platforms-conflict",
             vllm_facts.PLATFORM,
             f"on this machine {len(claiming)} platform detectors claim it: {names}; vLLM raises RuntimeError "

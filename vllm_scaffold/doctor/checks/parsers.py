@@ -7,12 +7,13 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from vllm_scaffold.doctor.checks.code import fails_to_import
+from vllm_scaffold.doctor.checks.imports import fails_to_import
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import Call, all_calls, classes, reached_modules
-from vllm_scaffold.doctor.report.findings import Finding, error, warning
+from vllm_scaffold.doctor.report.findings import Finding
 from vllm_scaffold.vllm_facts import facts
 from vllm_scaffold.vllm_facts import parsers as parser_facts
 
@@ -62,11 +63,13 @@ def _names(call: Call) -> list[str]:
     return [name] if name else []
 
 
-def parser_names_in_tree(ctx: Context) -> list[Finding]:
+@check("parser-name-in-tree")
+def parser_names_in_tree(target: Target) -> list[Finding]:
     """A parser registered under a name vLLM registers itself replaces vLLM's for the whole environment.
 
     Not where the registering module cannot be imported on the installed vLLM: there the registration never
     runs (vllm-import-missing says why), so nothing is replaced."""
+    ctx = target.environment
     findings = []
     for kind, call in _registrations(ctx):
         if ctx.vllm.present and fails_to_import(call.module):
@@ -74,7 +77,7 @@ def parser_names_in_tree(ctx: Context) -> list[Finding]:
         for name in _names(call):
             if name in kind.in_tree:
                 findings.append(
-                    warning(
+                    Finding(
                         "parser-name-in-tree",
                         call.where,
                         f"'{name}' is a {kind.what} vLLM registers itself: this registration silently replaces "
@@ -89,8 +92,10 @@ def parser_names_in_tree(ctx: Context) -> list[Finding]:
 _FRONT_END_ONLY = (vllm_facts.ENDPOINT, vllm_facts.IO_PROCESSOR, vllm_facts.STAT_LOGGER)
 
 
-def reasoning_parser_server_only(ctx: Context) -> list[Finding]:
+@check("reasoning-parser-server-only")
+def reasoning_parser_server_only(target: Target) -> list[Finding]:
     """A reasoning parser registered from code only the API server loads, after it checks the parser flags."""
+    ctx = target.environment
     general = reached_modules(ctx.package, [ep.module for ep in ctx.package.entry_points_in(vllm_facts.GENERAL)])
     front_end = [ep for group in _FRONT_END_ONLY for ep in ctx.package.entry_points_in(group)]
     findings = []
@@ -101,7 +106,7 @@ def reasoning_parser_server_only(ctx: Context) -> list[Finding]:
         if not loaders:
             continue
         findings.append(
-            error(
+            Finding(
                 "reasoning-parser-server-only",
                 call.where,
                 f"{call.api}() runs in {call.module.name}, which only the {loaders[0].group} entry point "
@@ -141,13 +146,15 @@ def _short_plugin_paths(module: Module) -> Iterator[tuple[ast.AST, str, str]]:
                     yield node, flag, node.value[len(prefix) :]
 
 
-def parser_plugin_path_too_short(ctx: Context) -> list[Finding]:
+@check("parser-plugin-path-too-short")
+def parser_plugin_path_too_short(target: Target) -> list[Finding]:
     """vLLM imports a parser plugin path only when it is longer than three characters."""
+    ctx = target.environment
     findings = []
     for module in ctx.package.parsed():
         for node, flag, value in _short_plugin_paths(module):
             findings.append(
-                error(
+                Finding(
                     "parser-plugin-path-too-short",
                     module.where(node),
                     f"{flag} {value!r} has {len(value)} characters. "
@@ -168,8 +175,10 @@ def _methods(node: ast.ClassDef) -> set[str]:
     return {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def tool_parser_methods(ctx: Context) -> list[Finding]:
+@check("tool-parser-method-missing")
+def tool_parser_methods(target: Target) -> list[Finding]:
     """A ToolParser subclass without the extraction methods fails at the first request that needs them."""
+    ctx = target.environment
     found = list(classes(ctx.package))
     local = {f"{module.name}.{node.name}": (node, bases) for module, node, bases in found}
     by_name: dict[str, tuple[ast.ClassDef, list[str]]] = {}
@@ -197,7 +206,7 @@ def tool_parser_methods(ctx: Context) -> list[Finding]:
         missing = [m for m in _TOOL_PARSER_METHODS if m not in _methods(node) | inherited]
         if missing and not node.name.startswith("_") and not _is_abstract(node):
             findings.append(
-                warning(
+                Finding(
                     "tool-parser-method-missing",
                     module.where(node),
                     f"{node.name} derives from ToolParser but does not define {', '.join(missing)}. "

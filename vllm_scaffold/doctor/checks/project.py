@@ -4,18 +4,20 @@ found nothing wrong"; a `.pth` file that runs code is reported."""
 
 from __future__ import annotations
 
-from vllm_scaffold.doctor.reading.context import Context
-from vllm_scaffold.doctor.report.findings import Finding, error, warning
+from vllm_scaffold.doctor.checks.target import Target, check
+from vllm_scaffold.doctor.report.findings import Finding
 
 
-def nothing_read(ctx: Context) -> list[Finding]:
+@check("entry-points-unread", "no-modules-read", "no-vllm-entry-points")
+def nothing_read(target: Target) -> list[Finding]:
+    ctx = target.environment
     project = ctx.package.project
     read_from = ", ".join(project.read_from) or "no metadata file"
     findings = []
     if not ctx.package.modules:
         looked = ", ".join(sorted(p.relative_to(project.root).as_posix() for p in project.packages.values()))
         findings.append(
-            error(
+            Finding(
                 "no-modules-read",
                 project.name,
                 f"doctor found no Python module of {project.name} (import packages: {looked or 'none found'}), "
@@ -28,7 +30,7 @@ def nothing_read(ctx: Context) -> list[Finding]:
     computed = [reason for reason in project.unread if "entry_points" in reason or "setup(**" in reason]
     if computed and not project.vllm_entry_points:
         findings.append(
-            warning(
+            Finding(
                 "entry-points-unread",
                 "setup.py",
                 f"{'; '.join(computed)}: doctor reads setup.py without running it, so it cannot tell which vLLM "
@@ -39,7 +41,7 @@ def nothing_read(ctx: Context) -> list[Finding]:
         )
     elif not project.vllm_entry_points and ctx.package.modules:
         findings.append(
-            warning(
+            Finding(
                 "no-vllm-entry-points",
                 project.name,
                 f"{project.name} declares no entry point in a vllm.* group (read: {read_from}): vLLM never "
@@ -51,10 +53,12 @@ def nothing_read(ctx: Context) -> list[Finding]:
     return findings
 
 
-def pth_files(ctx: Context) -> list[Finding]:
+@check("pth-runs-code")
+def pth_files(target: Target) -> list[Finding]:
     """A `.pth` file the distribution installs into site-packages runs its `import` lines in every Python
     process of the environment (Python's site module executes each line that starts with "import " or
     "import\\t"; every other line is a path)."""
+    ctx = target.environment
     project = ctx.package.project
     findings = []
     for relative in project.pth_files:
@@ -64,7 +68,7 @@ def pth_files(ctx: Context) -> list[Finding]:
             if not line.startswith(("import ", "import\t")):
                 continue
             findings.append(
-                warning(
+                Finding(
                     "pth-runs-code",
                     f"{relative}:{number}",
                     f"{relative} is installed into site-packages, so Python runs its line {number} "

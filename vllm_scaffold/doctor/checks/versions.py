@@ -17,11 +17,11 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.installed import GENERAL, PLATFORM
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, function, qualified
-from vllm_scaffold.doctor.report.findings import Finding, warning
+from vllm_scaffold.doctor.report.findings import Finding
 
 CODE = "version-range-excludes-release"
 
@@ -97,11 +97,11 @@ _SAFE_NODES = (
 )
 
 
-def version_ranges(ctx: Context) -> list[Finding]:
-    """Against the installed vLLM."""
-    if not ctx.vllm.present or not ctx.vllm.version:
+@check(CODE, every_release=True)
+def version_ranges(target: Target) -> list[Finding]:
+    if target.index is None or not target.version:
         return []
-    return excluded_by_version(ctx.package, ctx.vllm.version)
+    return excluded_by_version(target.package, target.version)
 
 
 def excluded_by_version(package: PluginPackage, version: str) -> list[Finding]:
@@ -127,7 +127,7 @@ def excluded_by_version(package: PluginPackage, version: str) -> list[Finding]:
                 written = ast.unparse(test)
                 condition = written if off_when else f"not ({written})"
                 findings.append(
-                    warning(
+                    Finding(
                         CODE,
                         module.where(test),
                         f"{what} {ep.attr}() {effect} on vLLM {version}: it switches itself off when "

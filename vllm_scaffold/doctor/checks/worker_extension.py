@@ -15,11 +15,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from vllm_scaffold.doctor.reading import installed
-from vllm_scaffold.doctor.reading.context import Context
+from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, string_constants
-from vllm_scaffold.doctor.report.findings import Finding, error, warning
+from vllm_scaffold.doctor.report.findings import Finding
 from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
 
 SEAM = "worker-extension"
@@ -145,10 +144,9 @@ def _owner(index: ReleaseIndex, symbol: Symbol, name: str, key: str) -> str | No
     return None
 
 
-def name_clashes(ctx: Context) -> list[Finding]:
-    if not ctx.vllm.present:
-        return []
-    return clashes_on(ctx.package, installed.facts())
+@check("worker-extension-name-clash", "worker-extension-name-shadowed", every_release=True)
+def name_clashes(target: Target) -> list[Finding]:
+    return [] if target.index is None else clashes_on(target.package, target.index)
 
 
 def clashes_on(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
@@ -188,7 +186,7 @@ def _platforms(taken: dict[str, str]) -> str:
 
 
 def _clash(index: ReleaseIndex, label: str, taken: dict[str, str], where: str, prefix: str) -> Finding:
-    return error(
+    return Finding(
         "worker-extension-name-clash",
         where,
         f"{label} is named like {_platforms(taken)} of vLLM {index.version}: vLLM asserts that the worker class "
@@ -209,7 +207,7 @@ def _shadowed(
         )
     if in_wrapper:
         parts.append(f"{in_wrapper} is found first by collective_rpc, which looks names up on the wrapper")
-    return warning(
+    return Finding(
         "worker-extension-name-shadowed",
         where,
         f"{label} passes vLLM {index.version}'s name check but collective_rpc never reaches it: {'; '.join(parts)}",

@@ -24,9 +24,12 @@ from vllm_scaffold.doctor.checks import worker_extension
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import GROUPS, cache_dir
 from vllm_scaffold.doctor.reading.source import all_calls
+from vllm_scaffold.doctor.report.codes import REGISTRY
 from vllm_scaffold.doctor.report.findings import Finding
 
 SCRIPT = Path(__file__).with_name("probe_script.py")
+# What the script runs and reads: its own modules, and the code registry it takes each severity from.
+SCRIPT_FILES = (SCRIPT, *sorted((SCRIPT.parent / "script").glob("*.py")), REGISTRY)
 PROBE_TIMEOUT_S = 600
 # Variables that change what the probe observes; everything else in the environment is passed through.
 # (PYTHONPATH counts through the distributions it adds, part of ctx.others.)
@@ -48,7 +51,8 @@ def _fingerprint(ctx: Context) -> str:
         digest.update(module.path.read_bytes())
     digest.update(repr((ctx.vllm, sorted(map(repr, ctx.others)))).encode())
     digest.update(repr([ctx.environ.get(name) for name in _RELEVANT_ENV]).encode())
-    digest.update(SCRIPT.read_bytes())
+    for path in SCRIPT_FILES:
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:24]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from vllm_scaffold.doctor.live.probe import ProbeFailed, installed_privately, run_script
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import cache_dir
-from vllm_scaffold.doctor.report.findings import Finding, error, info
+from vllm_scaffold.doctor.report.findings import Finding
 
 RAY_PROBE_TIMEOUT_S = 1200
 # The groups vLLM loads in its workers (and so in Ray actors).
@@ -40,7 +40,7 @@ def cluster_note(ctx: Context) -> list[Finding]:
         return []
     dist = ctx.package.dist_name
     return [
-        info(
+        Finding(
             "ray-every-node",
             _where(*entry_points[0]),
             f"vLLM's Ray workers load {dist} from the node they run on: on a cluster started separately "
@@ -91,7 +91,7 @@ def missing_in_workers(ctx: Context, entry_points: list[tuple[str, str, str]], r
             continue
         workers = ", ".join(f"pid {w['pid']} on {w['host']}" for w in missing)
         findings.append(
-            error(
+            Finding(
                 "ray-worker-missing-plugin",
                 _where(*entry_point),
                 f"{ctx.package.dist_name} loads in the front end but not in {len(missing)} of "

@@ -1,187 +1,36 @@
 """The live probe, run by `vllm_scaffold.doctor.live.probe` in a fresh interpreter:
 `python -m vllm_scaffold.doctor.live.probe_script IN OUT`.
 
-It imports the standard library, vLLM and the group names of vllm_scaffold.doctor.reading.installed (which imports
-nothing else); the only plugin package added to this interpreter is the one under test, installed privately
-and put on PYTHONPATH. Mode "imports" imports the package's
-entry-point modules before anything else and reports what that costs (torch, CUDA initialisation). Mode
-"registry" imports vLLM's registries, then loads and calls the package's plugins and every other installed
-general plugin one at a time, diffing the registries around each call. Findings go to OUT as JSON.
+It imports the standard library, vLLM, its own modules under `script/`, the group names of
+vllm_scaffold.doctor.reading.installed and the code registry (which import nothing else of the tool); the only
+plugin package added to this interpreter is the one under test, installed privately and put on PYTHONPATH.
+Mode "imports" (script/imports.py) imports the package's entry-point modules before anything else and reports
+what that costs (torch, CUDA initialisation). Mode "registry" (here) imports vLLM's registries, then loads and
+calls the package's plugins and every other installed general plugin one at a time, diffing the registries
+around each call and checking each loaded object (script/objects.py). Findings go to OUT as JSON.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.abc
 import importlib.metadata
-import inspect
 import json
 import re
-import subprocess
 import sys
-from types import SimpleNamespace
 
-from vllm_scaffold.doctor.reading.installed import ENDPOINT, GENERAL, IO_PROCESSOR, LOGITS, PLATFORM, STAT_LOGGER
+from vllm_scaffold.doctor.live.script.common import describe, findings, report, where
+from vllm_scaffold.doctor.live.script.imports import probe_extension_imports, probe_imports
+from vllm_scaffold.doctor.live.script.objects import (
+    check_endpoint,
+    check_kernels,
+    check_logits_processor,
+    check_quantization,
+    load,
+    object_fits,
+)
+from vllm_scaffold.doctor.reading.installed import ENDPOINT, GENERAL, LOGITS, STAT_LOGGER
 from vllm_scaffold.vllm_facts import facts, linear_kernels
-
-EVERY_PROCESS = (GENERAL, PLATFORM)
-V1_BASE = "vllm.v1.sample.logits_processor.LogitsProcessor"
-V2_BASE = "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor"
-
-findings: list[dict[str, str]] = []
-
-
-def report(severity: str, code: str, where: str, message: str, fix: str) -> None:
-    findings.append({"severity": severity, "code": code, "where": where, "message": message, "fix": fix})
-
-
-def load_failure(group: str) -> str:
-    """What vLLM does with an entry point of `group` that fails to load."""
-    return facts.fact("ep-logits-load-failure-fatal" if group == LOGITS else "ep-load-failure-logged").text()
-
-
-# The processes that load each entry-point group, as the catalog states them.
-GROUP_PROCESSES = {
-    GENERAL: "catalog-general-plugin-processes",
-    PLATFORM: "catalog-platform-processes",
-    IO_PROCESSOR: "io-processor-front-end",
-    STAT_LOGGER: "catalog-stat-logger-processes",
-    ENDPOINT: "endpoint-api-server-only",
-    LOGITS: "logits-processor-processes",
-}
-
-
-def loaded_in(group: str) -> str:
-    """Where vLLM imports an entry point of `group` (a group this tool does not know yet: where it loads it)."""
-    key = GROUP_PROCESSES.get(group)
-    return f"vLLM imports the module wherever it loads {group}" + (f": {facts.fact(key).text()}" if key else "")
-
-
-def where(ep: dict[str, str]) -> str:
-    return f'entry point [{ep["group"]}] {ep["name"]} = "{ep["value"]}"'
-
-
-def describe(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}".strip()
-    return text if len(text) < 300 else text[:300] + "..."
-
-
-# --- mode "imports": the cost of importing entry-point modules -------------------------------------------------
-
-cuda_inits: list[str] = []
-importing: list[str] = []
-
-
-class _TorchWatch(importlib.abc.MetaPathFinder):
-    """Wraps torch.cuda._lazy_init once torch is imported, so any CUDA initialisation is recorded."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "torch":
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                exec_module = spec.loader.exec_module
-
-                def watched(module, exec_module=exec_module):
-                    exec_module(module)
-                    lazy_init = module.cuda._lazy_init
-
-                    def recording_lazy_init():
-                        cuda_inits.append(importing[-1] if importing else "?")
-                        return lazy_init()
-
-                    module.cuda._lazy_init = recording_lazy_init
-
-                spec.loader.exec_module = watched
-                return spec
-        return None
-
-
-@functools.cache
-def vllm_imports_torch() -> bool:
-    """Whether `import vllm` alone imports torch (the fact `import-vllm-imports-torch`): then every vLLM
-    process has torch before any plugin loads, and a plugin importing it costs nothing more. Asked in a fresh
-    interpreter, since this one has already imported the plugin."""
-    code = "import sys, vllm; print('torch' in sys.modules)"
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    return completed.stdout.strip().endswith("True")
-
-
-def probe_imports(own: list[dict[str, str]]) -> None:
-    sys.meta_path.insert(0, _TorchWatch())
-    seen: set[str] = set()
-    for ep in sorted(own, key=lambda e: e["group"] not in EVERY_PROCESS):
-        module = ep["value"].partition(":")[0].strip()
-        if module in seen:
-            continue
-        seen.add(module)
-        had_torch = "torch" in sys.modules
-        failure = import_watched(module)
-        if module in cuda_inits:
-            report_cuda_init(
-                where(ep),
-                module,
-                failure,
-                f"{loaded_in(ep['group'])}. {load_failure(ep['group'])}",
-                "touch torch.cuda only inside functions vLLM calls later (the kernel, the layer), never at import",
-            )
-        elif failure is not None:
-            report(
-                "error",
-                "ep-import-fails",
-                where(ep),
-                f"importing {module} raises {describe(failure)}. {load_failure(ep['group'])}",
-                "fix the import (run `python -c 'import " + module + "'` with only this package installed)",
-            )
-        elif ep["group"] in EVERY_PROCESS and not had_torch and "torch" in sys.modules and not vllm_imports_torch():
-            report(
-                "warning",
-                "import-cost-torch",
-                where(ep),
-                f"importing {module} imports torch (directly or through vllm), which costs seconds in every "
-                "vLLM process, including the front end",
-                "import torch and vLLM inside the functions that need them; keep the entry-point module light",
-            )
-
-
-def report_cuda_init(place: str, module: str, failure: BaseException | None, why: str, fix: str) -> None:
-    """import-cost-cuda for a module whose import initialised CUDA (and what the import then raised here)."""
-    tail = f" (here, without CUDA, the import then fails: {describe(failure)})" if failure else ""
-    report("error", "import-cost-cuda", place, f"importing {module} initialises CUDA{tail}. {why}", fix)
-
-
-def import_watched(module: str) -> BaseException | None:
-    """Imports `module` with the CUDA watch told which module is being imported; what it raised, or None."""
-    importing.append(module)
-    try:
-        importlib.import_module(module)
-    except BaseException as error:  # noqa: BLE001 - anything an import raises is what vLLM would log
-        return error
-    return None
-
-
-def probe_extension_imports(extensions: list[str]) -> None:
-    """Imports the module of each worker extension class ("module:Class") after the entry-point modules: vLLM
-    imports it in every worker process, on every platform, before the worker picks its device. Only CUDA
-    initialisation is reported: a module missing here may be a dependency this private install leaves out."""
-    for path in extensions:
-        module = path.partition(":")[0]
-        if module in sys.modules:
-            continue  # an entry-point module: its import is reported above
-        failure = import_watched(module)
-        if module in cuda_inits:
-            report_cuda_init(
-                f"worker extension {path.replace(':', '.')}",
-                module,
-                failure,
-                facts.fact("worker-extension-imported").text(),
-                "touch torch.cuda only inside the extension's methods, which run on the worker once its device is set",
-            )
-
 
 # --- mode "registry": what the plugins register ------------------------------------------------------------------
 
@@ -305,264 +154,6 @@ def replaced_again(before: dict[str, int], after: dict[str, int]) -> list[str]:
     return sorted(name for name, identity in before.items() if after.get(name, identity) != identity)
 
 
-def load(ep: dict[str, str]):
-    return importlib.metadata.EntryPoint(ep["name"], ep["value"], ep["group"]).load()
-
-
-def required_parameters(obj) -> int | None:
-    try:
-        signature = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return None
-    return sum(
-        1
-        for p in signature.parameters.values()
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    )
-
-
-def object_fits(ep: dict[str, str], obj) -> str | None:
-    """Why `obj` does not fit its group, or None."""
-    group = ep["group"]
-    if group in (GENERAL, PLATFORM, IO_PROCESSOR, ENDPOINT):
-        if not callable(obj):
-            return f"it is a {type(obj).__name__}, not a callable"
-        required = required_parameters(obj)
-        if required:
-            return f"vLLM calls it with no arguments but it requires {required}"
-        return None
-    if group == STAT_LOGGER:
-        from vllm.v1.metrics.loggers import StatLoggerBase
-
-        if not (isinstance(obj, type) and issubclass(obj, StatLoggerBase)):
-            return "vLLM wants a StatLoggerBase subclass (a class, not a factory) and raises TypeError"
-        return None
-    if group == LOGITS:
-        bases = tuple(base for base in logits_bases() if base is not None)
-        if not (isinstance(obj, type) and issubclass(obj, bases)):
-            return "vLLM wants a LogitsProcessor class (V1 or V2 interface) and fails at startup"
-    return None
-
-
-def logits_bases():
-    """(the V1 runner's base, None where vLLM has no V1 runner (0.34 on); Model Runner V2's base)."""
-    from vllm.v1.worker.gpu.sample.logits_processor.interface import LogitsProcessor as V2
-
-    try:
-        from vllm.v1.sample.logits_processor import LogitsProcessor as V1
-    except ImportError:
-        return None, V2
-    return V1, V2
-
-
-def uses_v2_runner() -> bool:
-    import vllm.envs as envs
-    from vllm.triton_utils import HAS_TRITON
-
-    if logits_bases()[0] is None:
-        return True  # the only runner
-    chosen = envs.VLLM_USE_V2_MODEL_RUNNER
-    return bool(chosen) if chosen is not None else bool(HAS_TRITON)
-
-
-def check_logits_processor(ep: dict[str, str], cls) -> None:
-    v1, v2 = logits_bases()
-    v2_runner = uses_v2_runner()
-    runner = "V2 (Model Runner V2)" if v2_runner else "V1"
-    is_v1 = v1 is not None and issubclass(cls, v1)
-    pin = (
-        f", or pin the runner with VLLM_USE_V2_MODEL_RUNNER={int(not v2_runner)}"
-        if v1 is not None
-        else ": this vLLM has no other runner"
-    )
-    if not issubclass(cls, v2 if v2_runner else v1):  # a class may implement both interfaces
-        report(
-            "error",
-            "logits-runner-mismatch",
-            where(ep),
-            f"{cls.__name__} implements only the {'V1' if is_v1 else 'V2'} LogitsProcessor interface but this platform "
-            f"runs the {runner} model runner: engine startup fails with ValueError (every installed processor "
-            "is loaded, VLLM_PLUGINS does not apply)",
-            f"implement {V2_BASE if v2_runner else V1_BASE}{pin}",
-        )
-    if is_v1:
-        check_argmax_claim(ep, cls)
-
-
-# Values tried for a processor's per-request parameter, in order: a token id, then a list of them (the two
-# shapes a logits processor's parameter takes); the first its validate_params accepts is sent.
-PARAMETER_VALUES = (3, [3, 5])
-
-
-def check_argmax_claim(ep: dict[str, str], cls) -> None:
-    """is_argmax_invariant() True makes vLLM skip the processor for greedy batches: apply must keep argmax.
-
-    Four requests go through a real BatchUpdate: with default SamplingParams, and, where the manifest names
-    the processor's parameter, two of them passing it (default parameters alone never reach the code that
-    changes the logits of a processor driven by a per-request parameter).
-    """
-    from vllm import SamplingParams
-
-    parameter = ep.get("parameter")
-    batches = [[SamplingParams() for _ in range(4)]]
-    for value in PARAMETER_VALUES if parameter else ():
-        passing = SamplingParams(extra_args={parameter: value})
-        try:
-            cls.validate_params(passing)
-        except Exception:  # noqa: BLE001,S112 - a value the processor refuses at admission: try the next shape
-            continue
-        batches.append([passing, SamplingParams(), passing, SamplingParams()])
-        break
-    for batch in batches:
-        changed = _argmax_changes(cls, batch)
-        if changed is None:
-            return
-        if changed:
-            sent = f" ({parameter}={batch[0].extra_args[parameter]!r} in 2 of them)" if batch[0].extra_args else ""
-            report(
-                "warning",
-                "logits-argmax-claim",
-                where(ep),
-                f"{cls.__name__}.is_argmax_invariant() returns True but apply() changed the argmax of {changed} of "
-                f"{len(batch)} rows of random logits{sent}. " + facts.fact("argmax-invariant-skipped-greedy").text(),
-                "return False from is_argmax_invariant() (it is read once, when the processor is built)",
-            )
-            return
-
-
-def _argmax_changes(cls, params: list) -> int | None:
-    """How many rows of random logits `cls.apply` gives another argmax, for requests with `params`; None when
-    the processor claims no argmax invariance, or cannot be run outside an engine."""
-    import torch
-    from vllm.v1.sample.logits_processor import BatchUpdate
-
-    batch, vocab = len(params), 64
-    config = SimpleNamespace(
-        scheduler_config=SimpleNamespace(max_num_seqs=batch, max_num_batched_tokens=256),
-        model_config=SimpleNamespace(get_vocab_size=lambda: vocab, max_model_len=256),
-    )
-    try:
-        processor = cls(config, torch.device("cpu"), False)
-        if not processor.is_argmax_invariant():
-            return None
-        added = [(i, p, [1, 2, 3], []) for i, p in enumerate(params)]
-        processor.update_state(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
-        generator = torch.Generator().manual_seed(0)
-        logits = torch.randn(batch, vocab, generator=generator)
-        out = processor.apply(logits.clone())
-    except Exception:  # noqa: BLE001 - a processor that needs a real engine is probed by its own tests instead
-        return None
-    return int((out.argmax(dim=-1) != logits.argmax(dim=-1)).sum())
-
-
-ENDPOINT_MEMBERS = ("name", "required_tasks", "attach_router", "init_state")
-
-
-def check_endpoint(ep: dict[str, str], factory) -> None:
-    """vLLM calls the factory and uses the result as an EndpointPlugin without an isinstance check."""
-    try:
-        plugin = factory()
-    except Exception as error:  # noqa: BLE001 - vLLM logs this and skips the plugin
-        problem = f"calling the factory raises {describe(error)}; vLLM logs it and skips the plugin"
-    else:
-        missing = [member for member in ENDPOINT_MEMBERS if not hasattr(plugin, member)]
-        problem = f"the object it returns has no {', '.join(missing)}" if missing else None
-        if not missing and plugin.name != ep["name"]:
-            report(
-                "info",
-                "endpoint-name-mismatch",
-                where(ep),
-                f"the plugin calls itself '{plugin.name}' but its entry point is '{ep['name']}'. "
-                + facts.fact("endpoint-name-unread").text(),
-                f"set name = \"{ep['name']}\" (or rename the entry point to '{plugin.name}')",
-            )
-    if problem:
-        report(
-            "error",
-            "ep-object-mismatch",
-            where(ep),
-            f"the object does not fit {ENDPOINT}: {problem}",
-            "return an object with name, required_tasks, attach_router(app) and async init_state(...)",
-        )
-
-
-def check_quantization(name: str, config_cls) -> None:
-    from vllm.model_executor.layers.linear import ReplicatedLinear
-
-    config = None
-    for build in (lambda: config_cls.from_config({}), config_cls):
-        try:
-            config = build()
-            break
-        except Exception:  # noqa: BLE001 - try the next way to build a config without a checkpoint
-            continue
-    if config is None:
-        return
-    layer = ReplicatedLinear.__new__(ReplicatedLinear)  # isinstance(layer, LinearBase) without building weights
-    try:
-        method = config.get_quant_method(layer, prefix="model.layers.0.mlp.down_proj")
-    except Exception:  # noqa: BLE001 - needs attributes of a built layer: nothing to conclude
-        return
-    if method is None:
-        report(
-            "error",
-            "quant-linear-method-none",
-            f"quantization '{name}' ({config_cls.__module__}.{config_cls.__qualname__})",
-            "get_quant_method returns None for a linear layer. " + facts.fact("quant-method-none-raises").text(),
-            "return your LinearMethodBase for isinstance(layer, LinearBase) (UnquantizedLinearMethod() only for "
-            "layers you deliberately skip)",
-        )
-
-
-def check_kernels(own_changes: dict) -> None:
-    import vllm.envs as envs
-    from vllm.platforms import current_platform
-
-    here = current_platform._enum
-    disabled = set(envs.VLLM_DISABLED_KERNELS)
-    for (kind, platform), kernels in own_changes.get("kernels", {}).items():
-        for kernel in kernels:
-            where_kernel = f"{kind} kernel {kernel.__module__}.{kernel.__qualname__}"
-            if platform != here:
-                report(
-                    "info",
-                    "linear-kernel-other-platform",
-                    where_kernel,
-                    f"registered for {platform.name}; this machine's platform is {here.name}, so it is not "
-                    "considered here",
-                    f"expected when developing for {platform.name} elsewhere; register for each platform it runs on",
-                )
-                continue
-            from vllm.model_executor.kernels import linear
-
-            table = getattr(linear, linear_kernels.table(kind))
-            candidates = table.get(platform, [])
-            ahead = candidates[: candidates.index(kernel)]
-            winners = [k.__name__ for k in ahead if k.__name__ not in disabled and supported_here(k)]
-            if winners:
-                report(
-                    "warning",
-                    "linear-kernel-shadowed",
-                    where_kernel,
-                    f"registered kernels are tried last: on {here.name} the in-tree {', '.join(winners)} "
-                    f"{'is' if len(winners) == 1 else 'are'} tried first and take every layer "
-                    f"{'it' if len(winners) == 1 else 'they'} can implement, and --linear-backend cannot name it",
-                    f"set VLLM_DISABLED_KERNELS={','.join(winners)} (class names, comma-separated, no spaces)",
-                )
-
-
-def supported_here(kernel) -> bool:
-    try:
-        if hasattr(kernel, "is_supported"):
-            return bool(kernel.is_supported()[0])
-        from vllm.platforms import current_platform
-
-        capability = current_platform.get_device_capability()
-        return capability is None or capability.to_int() >= kernel.get_min_capability()
-    except Exception:  # noqa: BLE001 - an in-tree kernel that cannot answer here does not compete
-        return False
-
-
 CONFLICTS = {
     "attention": ("attention-backend-conflict", "attention backend {key}"),
     "mamba_attention": ("attention-backend-conflict", "mamba attention backend {key}"),
@@ -604,7 +195,6 @@ def check_conflicts(own_changes: dict, registries: Registries, baseline: dict, o
         for registry, (code, label) in CONFLICTS.items():
             for key in set(own_changes.get(registry, {})) & set(theirs.get(registry, {})):
                 report(
-                    "error",
                     code,
                     label.format(key=key_name(key)),
                     f"{label.format(key=key_name(key))} is registered by this package and by {ep['dist']} "
@@ -623,7 +213,6 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
             objects[ep["name"], ep["group"]] = load(ep)
         except AttributeError as error:
             report(
-                "error",
                 "ep-target-missing",
                 where(ep),
                 f"the module imports but has no '{ep['value'].partition(':')[2]}' ({describe(error)})",
@@ -636,7 +225,6 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
         problem = object_fits(ep, obj)
         if problem:
             report(
-                "error",
                 "ep-object-mismatch",
                 where(ep),
                 f"the object does not fit {group}: {problem}",
@@ -659,7 +247,6 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
             own_changes.setdefault(registry, {}).update(entries)
         if failure is not None:
             report(
-                "error",
                 "general-plugin-raises",
                 where(ep),
                 f"calling it raises {describe(failure)}; vLLM calls general plugins unguarded, so every vLLM "
@@ -683,7 +270,6 @@ def probe_registry(own: list[dict[str, str]], others: list[dict[str, str]], apis
                     "set itself calls itself until RecursionError"
                 )
             report(
-                "warning",
                 "general-plugin-not-idempotent",
                 where(ep),
                 f"called a second time in the same process it {what}. "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 
 from vllm_scaffold.doctor.proof.loaded import Loading, Reach, loading
 from vllm_scaffold.doctor.proof.provided import installer, provided_names, provider
@@ -92,13 +91,9 @@ def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[s
     chain.append(Link(CLAIM_RUNS, True if reached else None, loading.evidence))
     unproven = [link.evidence for link in chain if link.holds is None]
     if not unproven or finding.severity is not Severity.ERROR:
-        return replace(finding, chain=tuple(chain))
-    return replace(
-        finding,
-        severity=Severity.WARNING,
-        message=f"{finding.message} (unproven: {'; '.join(unproven)}, so that it fails is not shown)",
-        chain=tuple(chain),
-    )
+        return finding.but(chain=tuple(chain))
+    message = f"{finding.message} (unproven: {'; '.join(unproven)}, so that it fails is not shown)"
+    return finding.but(message=message, chain=tuple(chain))
 
 
 def _in_function(module: Module, line: int) -> bool:

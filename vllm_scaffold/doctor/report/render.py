@@ -97,8 +97,7 @@ def bounded(text: str, width: int, lines: int = MESSAGE_LINES) -> str:
 
 
 def _what_was_read(report: Report) -> str:
-    if "distributions" in report.read:
-        count = int(report.read["distributions"])  # type: ignore[call-overload]
+    if isinstance(count := report.read.get("distributions"), int):
         return f"read {count} installed distribution{'s' if count != 1 else ''} with vLLM entry points"
     modules, entry_points = report.read.get("modules", 0), report.read.get("vllm_entry_points", 0)
     return (
@@ -134,12 +133,10 @@ def renderables(report: Report, width: int = 100) -> Iterator[RenderableType]:
         yield Text(f"\n{counts(report)}")
 
 
-def print_table(report: Report, console: Console | None = None) -> None:
-    from vllm_scaffold.terminal import console as terminal
-
-    out = console or terminal.out()
-    for renderable in renderables(report, out.width):
-        out.print(renderable, soft_wrap=False)
+def print_table(report: Report, console: Console) -> None:
+    """The text report on `console` (the command line passes the terminal's: doctor itself never imports it)."""
+    for renderable in renderables(report, console.width):
+        console.print(renderable, soft_wrap=False)
 
 
 def _escape_data(text: str) -> str:
@@ -156,9 +153,7 @@ def github_annotations(report: Report, base: Path) -> str:
     lines = []
     for finding in sorted(report.active, key=lambda f: (f.severity.rank, f.code, f.where)):
         properties = []
-        file, line = finding.location or (None, None)
-        if file is None and finding.where.startswith("pyproject.toml"):
-            file = "pyproject.toml"
+        file, line = finding.place.file, finding.place.line
         if file is not None:
             properties.append(f"file={_escape_property(os.path.normpath(base / file).replace(os.sep, '/'))}")
             if line is not None:
