@@ -13,6 +13,7 @@ from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.source import reached_modules, string_constants
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import example_range
 
 MANIFEST = "pyproject.toml [[tool.vllm-scaffold.components]]"
 
@@ -111,7 +112,7 @@ def version_specifiers(target: Target) -> list[Finding]:
                 "pyproject.toml [tool.vllm-scaffold] vllm",
                 f"'{declared}' is not a valid version specifier: the vLLM range the package declares cannot be "
                 "compared with any vLLM (doctor, add and the version check all read it)",
-                "write a PEP 440 specifier such as '>=0.32.0,<0.33' (commas between clauses, no spaces inside "
+                f"write a PEP 440 specifier such as '{example_range()}' (commas between clauses, no spaces inside "
                 "versions)",
             )
         )
@@ -128,7 +129,7 @@ def version_specifiers(target: Target) -> list[Finding]:
                         module.where(stmt),
                         f"SUPPORTED_VLLM = '{value}' is not a valid version specifier: SpecifierSet raises "
                         "InvalidSpecifier, so the version check register() runs raises in every vLLM process",
-                        "write a PEP 440 specifier such as '>=0.32.0,<0.33', the same as [tool.vllm-scaffold] vllm",
+                        f"write a PEP 440 specifier such as '{example_range()}', the same as [tool.vllm-scaffold] vllm",
                     )
                 )
     return findings
