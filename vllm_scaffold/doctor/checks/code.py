@@ -46,8 +46,7 @@ def registration_timing(target: Target) -> list[Finding]:
                     "registration-outside-general-plugin",
                     call.where,
                     f"{call.api}() runs when {module.name} is imported, and no vllm.general_plugins entry point "
-                    "imports it: the registration holds only in the process that imported it (the engine core "
-                    "and workers never see it)",
+                    "imports it. " + facts.fact("registration-reaches-forked-processes").text(),
                     "make the registration reachable from a function under [project.entry-points."
                     '"vllm.general_plugins"] (import the module there), which vLLM runs in every process',
                 )

@@ -16,6 +16,7 @@ from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, all_calls, qualified
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import facts
 
 DETECTION_TIMEOUT_S = 300
 
@@ -48,7 +49,7 @@ def shared_registry_names(packages: list[PluginPackage]) -> list[Finding]:
                 "the second register_connector raises ValueError in every process, so that plugin's general "
                 "plugin fails"
                 if code == "env-kv-connector-twice"
-                else "vLLM logs a warning and the plugin loaded last replaces the other's config silently"
+                else facts.fact("quant-name-twice-debug").text() + " The plugin loaded last wins"
             )
             findings.append(
                 Finding(
