@@ -63,7 +63,7 @@ def data_keys(seam_key: str, *, with_package: bool) -> list[str]:
     """The `--data KEY=VALUE` answers `new` (`with_package`: the package's questions too) or `add` take for a
     SEAM component, one `  - ` item each: its help, default and choices."""
     from vllm_scaffold.catalog import templated_seam
-    from vllm_scaffold.generate.rendering import questions
+    from vllm_scaffold.generate.templates import questions
 
     seam = templated_seam(seam_key)
     assert seam.template is not None

@@ -24,7 +24,7 @@ _FORBIDDEN_TEXT = {'"': "a double quote", "\\": "a backslash", "\n": "a line bre
 
 def check_answers(template: str, data: dict[str, str]) -> dict[str, str]:
     """`data` (answers to questions of `template`) with each value checked and put in the form copier reads."""
-    from vllm_scaffold.generate.rendering import questions
+    from vllm_scaffold.generate.templates import questions
 
     asked = questions(template)
     return {key: check_answer(key, value, asked[key]) for key, value in data.items()}
@@ -41,7 +41,7 @@ class AnswerRefused(ScaffoldError):
 
 def recorded_data(template: str, answers: dict[str, Any]) -> dict[str, str]:
     """The recorded `answers` of a render (from `.vllm-scaffold/*.yml`) as --data for `template`'s questions."""
-    from vllm_scaffold.generate.rendering import questions
+    from vllm_scaffold.generate.templates import questions
 
     asked = {key for key, question in questions(template).items() if question.get("when", True) is not False}
     as_text = {True: "true", False: "false"}  # derived (`when: false`) values are left to be computed again

@@ -22,7 +22,8 @@ from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.generate import identity, names, pyproject_edit, wiring
 from vllm_scaffold.generate.answers import check_answers
 from vllm_scaffold.generate.changeset import Changeset
-from vllm_scaffold.generate.rendering import Asker, questions, render
+from vllm_scaffold.generate.rendering import Asker, render
+from vllm_scaffold.generate.templates import questions
 from vllm_scaffold.project import PLUGIN_MODULE, Project
 
 ANSWERS_DIR = ".vllm-scaffold"
@@ -203,7 +204,7 @@ def add_component(
 def defaulted_choices(template: str, data: dict[str, str], answers: dict[str, Any]) -> list[str]:
     """A note per question with choices that took its default unasked (`--defaults`, or no terminal): what
     was chosen, and how to choose each other answer. A component's name does not choose for it."""
-    from vllm_scaffold.generate.rendering import questions
+    from vllm_scaffold.generate.templates import questions
 
     notes = []
     for key, question in questions(template).items():

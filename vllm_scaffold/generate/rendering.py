@@ -15,25 +15,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jinja2 import BytecodeCache, ChoiceLoader, Environment, FileSystemBytecodeCache, FileSystemLoader, PrefixLoader
 from jinja2.bccache import Bucket
 from jinja2.ext import Extension
 
 from vllm_scaffold.errors import Interrupted, ScaffoldError
+from vllm_scaffold.generate.templates import questions, templates_root
 
 # Asks a template's remaining questions on a terminal while copier renders it: called with a heading and the
 # template's folder name, it returns the context copier runs in (the terminal layer's `prompts.copier_questions`).
 Asker = Callable[[str, str], AbstractContextManager[None]]
-
-
-def templates_root() -> Path:
-    """The templates folder: inside the installed wheel, or at the top of a source checkout."""
-    package = Path(__file__).resolve().parent.parent  # vllm_scaffold/
-    for candidate in (package / "templates", package.parent / "templates"):
-        if candidate.is_dir():
-            return candidate
-    raise ScaffoldError("the templates folder is missing from this installation", "reinstall vllm-scaffold")
 
 
 class SharedFragments(Extension):
@@ -238,13 +229,6 @@ def _without_git() -> AbstractContextManager[object]:
     from plumbum import local
 
     return local.env(PATH="")
-
-
-@cache
-def questions(template: str) -> dict[str, dict[str, Any]]:
-    """The user-facing questions of a template, by name, as declared in its copier.yml."""
-    config = yaml.safe_load((templates_root() / template / "copier.yml").read_text(encoding="utf-8")) or {}
-    return {key: value for key, value in config.items() if not key.startswith("_")}
 
 
 def render(

@@ -83,7 +83,7 @@ def copier_questions(heading: str, template: str) -> Iterator[None]:
     against its question in `template` by the checker `--data` answers go through (vllm_scaffold.generate.answers), so
     both paths refuse a value with the same words, then by the template's own validator.
     """
-    from vllm_scaffold.generate.rendering import questions
+    from vllm_scaffold.generate.templates import questions
 
     asked = questions(template)
     import copier

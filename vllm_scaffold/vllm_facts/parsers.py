@@ -31,8 +31,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from vllm_scaffold.vllm_facts import store
-
 TOOL_PARSER_MANAGER = "vllm.tool_parsers.abstract_tool_parser.ToolParserManager"
 REASONING_PARSER_MANAGER = "vllm.reasoning.abs_reasoning_parsers.ReasoningParserManager"
 TOOL_PARSER_BASE = "vllm.tool_parsers.abstract_tool_parser.ToolParser"
@@ -60,16 +58,6 @@ def read_parsers(trees: dict[str, ast.Module]) -> dict[str, dict[str, list[str]]
         if tree is not None and (names := table_names(tree, table)) is not None:
             found[kind] = sorted(names)
     return {"parsers": found}
-
-
-def in_tree_tool_parsers() -> frozenset[str]:
-    """Every tool-parser name a shipped release registers itself."""
-    return frozenset().union(*(store.shipped(v).tool_parsers or () for v in store.shipped_versions()))
-
-
-def in_tree_reasoning_parsers() -> frozenset[str]:
-    """Every reasoning-parser name a shipped release registers itself."""
-    return frozenset().union(*(store.shipped(v).reasoning_parsers or () for v in store.shipped_versions()))
 
 
 def read_in_tree(vllm_root: Path, table: tuple[str, str]) -> frozenset[str]:

@@ -142,3 +142,13 @@ def fetch_wheel(version: str) -> tuple[Path, str]:
         f"vLLM {version} is not indexed and its wheel could not be downloaded ({'; '.join(errors)})",
         f"pass a wheel file or source directory instead, or one of {', '.join(shipped_versions())}",
     )
+
+
+def in_tree_tool_parsers() -> frozenset[str]:
+    """Every tool-parser name a shipped release registers itself (read into its index from its sources)."""
+    return frozenset().union(*(shipped(v).tool_parsers or () for v in shipped_versions()))
+
+
+def in_tree_reasoning_parsers() -> frozenset[str]:
+    """Every reasoning-parser name a shipped release registers itself (read into its index from its sources)."""
+    return frozenset().union(*(shipped(v).reasoning_parsers or () for v in shipped_versions()))

@@ -14,7 +14,7 @@ from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import Call, all_calls, classes, reached_modules
 from vllm_scaffold.doctor.report.findings import Finding
-from vllm_scaffold.vllm_facts import facts
+from vllm_scaffold.vllm_facts import facts, store
 from vllm_scaffold.vllm_facts import parsers as parser_facts
 
 
@@ -29,15 +29,13 @@ class _Kind:
     in_tree: frozenset[str]
 
 
-_TOOL = _Kind(
-    "tool parser", "ToolParserManager", "ToolParser", "--tool-call-parser", parser_facts.in_tree_tool_parsers()
-)
+_TOOL = _Kind("tool parser", "ToolParserManager", "ToolParser", "--tool-call-parser", store.in_tree_tool_parsers())
 _REASONING = _Kind(
     "reasoning parser",
     "ReasoningParserManager",
     "ReasoningParser",
     "--reasoning-parser",
-    parser_facts.in_tree_reasoning_parsers(),
+    store.in_tree_reasoning_parsers(),
 )
 _KINDS = (_TOOL, _REASONING)
 
