@@ -84,8 +84,8 @@ def test_findings_match_the_judgements(plugin: dict, monkeypatch: pytest.MonkeyP
     true, false = Counter[str](), Counter[str]()
     for finding in plugin.get("finding", []):
         (true if finding["judged"] == "true" else false)[finding["code"]] += finding["count"]
-    for finding in report.active:
-        assert finding.severity == severity_of(finding.code), finding
+    for finding in report.active:  # an error whose proof has a link not shown is a warning (docs/doctor.md)
+        assert finding.severity == severity_of(finding.code) or finding.unproven, finding
     summary = "\n".join(f"{f.code} {f.where}: {f.message}" for f in report.active)
     unjudged = set(reported) - set(true) - set(false)
     assert not unjudged, f"findings nobody judged: {unjudged}\n{summary}"

@@ -83,9 +83,9 @@ def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[s
         line = (finding.location or ("", None))[1] or 0
         if where is None or _later_in_same_import(where, module, line):
             chain.append(Link(CLAIM_OWNED, True, f"nothing in the package installs, assigns or sets {name} first"))
-        elif installer(provided, name) or where.partition(":")[0] == module.rel or _in_function(module, line):
+        elif installer(provided, name) or where.partition(":")[0] == module.rel:
             return finding.suppress(f"the plugin provides {name} itself ({where}) before this runs")
-        else:  # set by another module of the plugin: whether that runs first is not shown
+        else:  # set by another module of the plugin: whether that runs before this binds the name is not shown
             chain.append(Link(CLAIM_OWNED, None, f"the plugin sets {name} itself ({where})"))
     reached = loading.reach is Reach.REACHED
     chain.append(Link(CLAIM_RUNS, True if reached else None, loading.evidence))
