@@ -13,7 +13,7 @@ from vllm_scaffold.doctor.proof.chain import prove
 from vllm_scaffold.doctor.proof.loaded import Reach, loading
 from vllm_scaffold.doctor.proof.provided import provided_names, provider
 from vllm_scaffold.doctor.reading.package import PluginPackage
-from vllm_scaffold.doctor.report.findings import Severity, error
+from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.doctor.runner import diagnose_releases
 
 PYPROJECT = """
@@ -120,7 +120,7 @@ def test_names_the_plugin_provides(package: PluginPackage) -> None:
 
 
 def _finding(code: str, where: str, name: str):
-    return error(code, where, f"{name} does not exist in vLLM 0.32.0", "point it at where this release defines it")
+    return Finding(code, where, f"{name} does not exist in vLLM 0.32.0", "point it at where this release defines it")
 
 
 def test_prove_keeps_a_proven_error_and_says_why(package: PluginPackage) -> None:
