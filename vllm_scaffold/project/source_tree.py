@@ -48,6 +48,7 @@ def read_project(root: Path) -> PluginProject:
     name = str(table.get("name") or setup_cfg.name or setup_py.name or _pkg_info_name(root) or root.name)
     project = PluginProject(root=root, name=name, pyproject=pyproject, version=table.get("version"))
     project.unread = [*setup_py.unread, *setup_cfg.unread]
+    project.requires_python = str(table["requires-python"]) if table.get("requires-python") else None
 
     declared: dict[tuple[str, str], EntryPoint] = {}
     sources = [
