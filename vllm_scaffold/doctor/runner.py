@@ -20,6 +20,7 @@ from vllm_scaffold.doctor.checks import metadata as checks_metadata
 from vllm_scaffold.doctor.checks import parsers as checks_parsers
 from vllm_scaffold.doctor.checks import project as checks_project
 from vllm_scaffold.doctor.checks import versions as checks_versions
+from vllm_scaffold.doctor.checks import vllm_distribution as checks_vllm_distribution
 from vllm_scaffold.doctor.checks import worker_extension as checks_worker_extension
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading.collector import collector_paused
@@ -72,6 +73,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_config.installed_release_api,
     checks_manifest.components_registered,
     checks_manifest.version_specifiers,
+    checks_vllm_distribution.version_by_distribution_name,
 )
 
 _UNSET = object()
