@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers import build_file_tree
 from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.project import read_project
 from vllm_scaffold.project.python_syntax import newer_grammar
 
 NEWER_SYNTAX = '''\
@@ -86,3 +87,42 @@ def test_syntax_an_allowed_python_cannot_read_is_an_error(tmp_path: Path) -> Non
 )
 def test_the_grammar_read_is_the_oldest_python_allowed_above_doctors(requires: str | None, grammar: str | None) -> None:
     assert newer_grammar(requires) == grammar
+
+
+SKBUILD = '[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n\n'
+PROJECT = '[project]\nname = "fx-native"\nversion = "0.1.0"\n\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "where"),
+    [
+        # scikit-build-core: wheel.packages as a list of directories
+        ({"pyproject.toml": SKBUILD + PROJECT + '[tool.scikit-build]\nwheel.packages = ["lib/fx_native"]\n'}, "lib"),
+        # as a table of install path -> source directory
+        (
+            {"pyproject.toml": SKBUILD + PROJECT + '[tool.scikit-build.wheel.packages]\nfx_native = "py/fx_native"\n'},
+            "py",
+        ),
+        # unset: python/<name> is one of the defaults
+        ({"pyproject.toml": SKBUILD + PROJECT + "[tool.scikit-build]\ncmake.version = '>=3.26'\n"}, "python"),
+        # setuptools: package_dir joined from literals, with os.path.join imported under another name
+        (
+            {
+                "setup.py": "from os.path import join as Path\nfrom setuptools import setup\n\nNAME = 'fx_native'\n"
+                "packages = [NAME, NAME + '.ops']\n\n\ndef main():\n    setup(name='fx-native', packages=packages, "
+                "package_dir={'': Path('src', 'cpu', 'python')})\n"
+            },
+            "src/cpu/python",
+        ),
+    ],
+)
+def test_each_build_backend_puts_the_import_package_where_doctor_reads_it(
+    files: dict[str, str], where: str, tmp_path: Path
+) -> None:
+    package = f"{where}/fx_native"
+    tree = {**files, f"{package}/__init__.py": "", f"{package}/ops/__init__.py": "", "fx_native_decoy.py": ""}
+    project = read_project(build_file_tree(tree, tmp_path / "native"))
+    assert {name: path.relative_to(project.root).as_posix() for name, path in project.packages.items()} == {
+        "fx_native": package
+    }
+    assert not project.unread
