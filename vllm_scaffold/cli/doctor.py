@@ -62,6 +62,14 @@ def command(
             "a version, a wheel file or a source directory; no vLLM needs to be installed).",
         ),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Fail only on findings FILE does not hold; when FILE does not exist, record today's findings in it.",
+        ),
+    ] = None,
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli.options import reporting
@@ -105,6 +113,10 @@ def command(
             else:
                 result = diagnose(target, live=live, executor=executor, **options)
                 reports = [result]
+        if baseline is not None:
+            from vllm_scaffold.doctor.report.baseline import use
+
+            typer.echo(use(reports, baseline), err=True)
     if output == "json" and releases:
         typer.echo(render.releases_as_json(reports))
     elif output == "json":
