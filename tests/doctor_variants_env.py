@@ -11,6 +11,28 @@ from doctor_variants import Variant
 BROKEN: dict[str, Variant] = {}
 
 CLEAN: dict[str, Variant] = {
+    # A config class built per release: the keyword 0.32 dropped only under the plugin's version condition, and
+    # the plugin's own subclass with a field of its own.
+    "vllm-config-keyword-per-release": Variant(
+        {
+            "transfer.py": '''
+            """The KV transfer configuration the plugin's launcher builds, for the release it runs on."""
+            import vllm
+            from packaging.version import Version
+            from vllm.config import KVTransferConfig
+
+
+            class FxTransferConfig(KVTransferConfig):
+                fx_pinned: bool = False
+
+
+            def fx_transfer_config() -> KVTransferConfig:
+                if Version(vllm.__version__) < Version("0.32"):
+                    return KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_buffer_size=1e9)
+                return FxTransferConfig(kv_connector="FxConnector", kv_role="kv_both", fx_pinned=True)
+            ''',
+        }
+    ),
     # Shipped configuration naming vLLM's classes where this release defines them, an entry-point group, and
     # a class member (never judged: a base outside vLLM may provide it).
     "vllm-data-paths-resolve": Variant(
@@ -64,6 +86,12 @@ CLEAN: dict[str, Variant] = {
 
 # What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "vllm-config-keyword-per-release": (
+        "transfer.py",
+        'if Version(vllm.__version__) < Version("0.32"):',
+        "if vllm is not None:",
+        "vllm-config-keyword-unknown",
+    ),
     "vllm-data-paths-resolve": (
         "layers.yaml",
         "vllm.model_executor.layers.layernorm:RMSNorm",

@@ -14,6 +14,7 @@ from typing import Any
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.checks import code as checks_code
 from vllm_scaffold.doctor.checks import config as checks_config
+from vllm_scaffold.doctor.checks import config_keywords as checks_config_keywords
 from vllm_scaffold.doctor.checks import data_files as checks_data_files
 from vllm_scaffold.doctor.checks import environment as checks_environment
 from vllm_scaffold.doctor.checks import manifest as checks_manifest
@@ -76,6 +77,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_manifest.version_specifiers,
     checks_vllm_distribution.version_by_distribution_name,
     checks_data_files.installed_data_paths,
+    checks_config_keywords.installed_config_keywords,
 )
 
 _UNSET = object()
@@ -116,6 +118,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.add(checks_worker_extension.clashes_on(package, index))
             report.add(checks_versions.excluded_by_version(package, index.version))
             report.add(checks_data_files.data_paths(package, index))
+            report.add(checks_config_keywords.config_keywords(package, index))
             report.findings = suppress.apply(package, report.findings)
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
