@@ -11,6 +11,44 @@ from doctor_variants import Variant
 BROKEN: dict[str, Variant] = {}
 
 CLEAN: dict[str, Variant] = {
+    # One entry-point class for both runners: V2's interface, and V1's on top (as the generated package does).
+    "logits-processor-both-runners": Variant(
+        {
+            "logits.py": '''
+            """A logits processor for both model runners."""
+            import torch
+            from vllm.v1.sample.logits_processor import BatchUpdate
+            from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
+            from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext
+            from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
+
+
+            class FxBannedTokensV2(V2LogitsProcessor):
+                def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
+                    logits[:, 0] = float("-inf")
+                    return logits
+
+
+            class FxBannedTokens(FxBannedTokensV2, V1LogitsProcessor):
+                def __init__(self, vllm_config, *args) -> None:
+                    pass
+
+                def is_argmax_invariant(self) -> bool:
+                    return False
+
+                def update_state(self, batch_update: BatchUpdate | None) -> None:
+                    pass
+
+                def apply(self, logits: torch.Tensor, ctx: LogitsContext | None = None) -> torch.Tensor:
+                    logits[:, 0] = float("-inf")
+                    return logits
+            ''',
+        },
+        pyproject="""
+        [project.entry-points."vllm.logits_processors"]
+        fx_banned = "fx_logits_processor_both_runners.logits:FxBannedTokens"
+        """,
+    ),
     # A config class built per release: the keyword 0.32 dropped only under the plugin's version condition, and
     # the plugin's own subclass with a field of its own.
     "vllm-config-keyword-per-release": Variant(
@@ -86,6 +124,12 @@ CLEAN: dict[str, Variant] = {
 
 # What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "logits-processor-both-runners": (
+        "logits.py",
+        "class FxBannedTokens(FxBannedTokensV2, V1LogitsProcessor):",
+        "class FxBannedTokens(FxBannedTokensV2):",
+        "logits-processor-one-runner",
+    ),
     "vllm-config-keyword-per-release": (
         "transfer.py",
         'if Version(vllm.__version__) < Version("0.32"):',

@@ -17,6 +17,7 @@ from vllm_scaffold.doctor.checks import config as checks_config
 from vllm_scaffold.doctor.checks import config_keywords as checks_config_keywords
 from vllm_scaffold.doctor.checks import data_files as checks_data_files
 from vllm_scaffold.doctor.checks import environment as checks_environment
+from vllm_scaffold.doctor.checks import logits_interface as checks_logits_interface
 from vllm_scaffold.doctor.checks import manifest as checks_manifest
 from vllm_scaffold.doctor.checks import metadata as checks_metadata
 from vllm_scaffold.doctor.checks import parsers as checks_parsers
@@ -78,6 +79,7 @@ STATIC_CHECKS: tuple[StaticCheck, ...] = (
     checks_vllm_distribution.version_by_distribution_name,
     checks_data_files.installed_data_paths,
     checks_config_keywords.installed_config_keywords,
+    checks_logits_interface.installed_logits_interfaces,
 )
 
 _UNSET = object()
@@ -119,6 +121,7 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.add(checks_versions.excluded_by_version(package, index.version))
             report.add(checks_data_files.data_paths(package, index))
             report.add(checks_config_keywords.config_keywords(package, index))
+            report.add(checks_logits_interface.logits_interfaces(package, index))
             report.findings = suppress.apply(package, report.findings)
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
