@@ -49,8 +49,8 @@ CLEAN: dict[str, Variant] = {
         fx_banned = "fx_logits_processor_both_runners.logits:FxBannedTokens"
         """,
     ),
-    # A config class built per release: the keyword 0.32 dropped only under the plugin's version condition, and
-    # the plugin's own subclass with a field of its own.
+    # A config class built per release: the keyword 0.32 dropped only under the plugin's version condition or in
+    # a script of the package nothing imports, and the plugin's own subclass with a field of its own.
     "vllm-config-keyword-per-release": Variant(
         {
             "transfer.py": '''
@@ -69,10 +69,17 @@ CLEAN: dict[str, Variant] = {
                     return KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_buffer_size=1e9)
                 return FxTransferConfig(kv_connector="FxConnector", kv_role="kv_both", fx_pinned=True)
             ''',
+            "parity_script.py": '''
+            """Compares the plugin's transfer against 0.31's by hand: `python parity_script.py`."""
+            from vllm.config import KVTransferConfig
+
+            if __name__ == "__main__":
+                print(KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_buffer_size=1e9))
+            ''',
         }
     ),
-    # Shipped configuration naming vLLM's classes where this release defines them, an entry-point group, and
-    # a class member (never judged: a base outside vLLM may provide it).
+    # Shipped configuration naming vLLM's classes where this release defines them, an entry-point group, a
+    # class member (never judged: a base outside vLLM may provide it), and a name under no package of vLLM's.
     "vllm-data-paths-resolve": Variant(
         {
             "layers.yaml": """
@@ -80,6 +87,7 @@ CLEAN: dict[str, Variant] = {
             rms_norm: vllm.model_executor.layers.layernorm:RMSNorm
             sampler: vllm.v1.sample.sampler.Sampler.forward
             loaded_from: vllm.general_plugins
+            contract: vllm.scheduler.policy.v1
             """,
         }
     ),

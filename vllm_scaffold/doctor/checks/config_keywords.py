@@ -6,7 +6,9 @@ made by vLLM's `config` decorator, whose pydantic config forbids extra fields (v
 ("Unexpected keyword argument") where the class is built. A keyword is provably unknown only when the
 release's class and every ancestor are vLLM's, none defines `__init__`, and no class attribute, field or
 method of theirs has that name (the index lists every name a class body binds, fields included). A class the
-plugin replaces, subclasses or patches the constructor of is the plugin's, and not judged.
+plugin replaces, subclasses or patches the constructor of is the plugin's, and not judged; nor is a script of
+the package (a module with `if __name__ == "__main__":` that nothing in the package imports), which vLLM
+never runs.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ def installed_config_keywords(ctx: Context) -> list[Finding]:
 def config_keywords(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
     """Each construction of a vLLM config class with a keyword the class in `index` does not accept."""
     replaced = _replaced_names(package)
+    imported = {name for module in package.parsed() for name in aliases(module).values()}
     findings = []
     for module in package.parsed():
+        if _is_script(module) and not any(name.startswith(module.name) for name in imported):
+            continue  # a script of the package (`python parity_test.py`) that nothing imports: vLLM never runs it
         table = aliases(module)
         guarded = guards(module)
         for node in module.of_type(ast.Call):
@@ -73,6 +78,17 @@ def _accepted(index: ReleaseIndex, written: str, replaced: set[str]) -> set[str]
     if not complete or not entries[0].get("g") or any("__init__" in e.get("m", {}) for e in entries):
         return None  # not made by a decorator (no generated __init__), or an ancestor the index cannot read
     return {name for e in entries for name in (*e.get("v", ()), *e.get("m", {}))} | _UNLISTED_FIELDS
+
+
+def _is_script(module: Module) -> bool:
+    """The module ends in `if __name__ == "__main__":` at its top level."""
+    return any(
+        isinstance(stmt, ast.If)
+        and isinstance(stmt.test, ast.Compare)
+        and isinstance(stmt.test.left, ast.Name)
+        and stmt.test.left.id == "__name__"
+        for stmt in module.tree.body  # type: ignore[union-attr]
+    )
 
 
 def _replaced_names(package: PluginPackage) -> set[str]:

@@ -3,7 +3,9 @@
 A plugin keeps class paths in configuration it ships beside its code (`"vllm.model_executor.layers.x:Y"` in a
 model table, a YAML list of patch targets), and imports them at run time. Such a string is a value, not code,
 so the checks of the modules never see it. Each string value that is a whole dotted `vllm.` name is resolved
-in the release: a module, or a name at the top of a module, that the release does not have is reported.
+in the release: a module, or a name at the top of a module, that the release does not have is reported, when
+the string lies in one of vLLM's top-level packages (`vllm.scheduler.policy.v1`, under no package vLLM has, is
+a name of the plugin's own, such as a contract or a logger).
 Members of classes are not judged (a base outside vLLM may provide them). It is a warning: doctor cannot tell
 whether the plugin imports the string, or only shows it.
 """
@@ -52,8 +54,8 @@ def data_paths(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
             if package.module_for(value.partition(":")[0]) is not None:
                 continue  # the plugin's own module installed into vLLM's namespace
             missing = _first_missing(index, value.replace(":", "."))
-            if missing is None:
-                continue
+            if missing is None or missing.count(".") < 2:
+                continue  # all of it exists, or it is no path in vLLM's tree (`vllm.scheduler.policy.v1`, a name)
             where = f"{relative}:{line}" if line else relative
             findings.append(
                 warning(
