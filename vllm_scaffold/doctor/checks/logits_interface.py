@@ -25,8 +25,9 @@ from vllm_scaffold.doctor.report.findings import Finding, warning
 from vllm_scaffold.vllm_facts import ReleaseIndex
 
 GROUP = "vllm.logits_processors"
-V1_BASE = "vllm.v1.sample.logits_processor.interface.LogitsProcessor"
-V2_BASE = "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor"
+# the interfaces by their public names, resolved in each release to where it defines them
+V1_PUBLIC = "vllm.v1.sample.logits_processor.LogitsProcessor"
+V2_PUBLIC = "vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor"
 
 
 def installed_logits_interfaces(ctx: Context) -> list[Finding]:
@@ -42,8 +43,10 @@ def logits_interfaces(package: PluginPackage, index: ReleaseIndex) -> list[Findi
     """Each entry-point class of the group that derives from exactly one runner's interface, where `index`
     has both runners."""
     entry_points = package.entry_points_in(GROUP)
-    if not entry_points or not (index.resolve(V1_BASE).exists and index.resolve(V2_BASE).exists):
+    v1, v2 = index.resolve(V1_PUBLIC), index.resolve(V2_PUBLIC)
+    if not entry_points or v1.kind != "class" or v2.kind != "class":
         return []
+    bases = (v1.qualname, v2.qualname)
     # a class defined twice (per release, under a find_spec or version test) counts with every definition
     own: dict[str, list[tuple[Module, ast.ClassDef, list[str]]]] = {}
     for module, node, bases in classes(package):
@@ -54,16 +57,20 @@ def logits_interfaces(package: PluginPackage, index: ReleaseIndex) -> list[Findi
         qualname = f"{module_name.strip()}.{attr.strip()}"
         if qualname not in own:
             continue  # not a class of the plugin's own module: nothing proves what it derives from
-        interfaces = _interfaces(qualname, own, index, set())
+        interfaces = _interfaces(qualname, own, index, bases, set())
         if interfaces is None or len(interfaces) != 1:
             continue  # both (an adapter, or one definition per runner), neither, or a base doctor cannot follow
         module, node, _bases = own[qualname][0]
-        findings.append(_finding(module, node, ep.name, "V2" if V2_BASE in interfaces else "V1", index))
+        findings.append(_finding(module, node, ep.name, "V2" if v2.qualname in interfaces else "V1", index))
     return findings
 
 
 def _interfaces(
-    qualname: str, own: dict[str, list[tuple[Module, ast.ClassDef, list[str]]]], index: ReleaseIndex, seen: set[str]
+    qualname: str,
+    own: dict[str, list[tuple[Module, ast.ClassDef, list[str]]]],
+    index: ReleaseIndex,
+    interfaces: tuple[str, str],
+    seen: set[str],
 ) -> set[str] | None:
     """Which of the two interfaces the plugin class `qualname` derives from (in any of its definitions); None
     when a base is neither the plugin's nor a class the index knows in full."""
@@ -74,7 +81,7 @@ def _interfaces(
     for module, base in [(module, base) for module, _node, bases in own[qualname] for base in bases]:
         local = base if base in own else f"{module.name}.{base}"
         if local in own:
-            inner = _interfaces(local, own, index, seen)
+            inner = _interfaces(local, own, index, interfaces, seen)
             if inner is None:
                 return None
             found |= inner
@@ -84,9 +91,9 @@ def _interfaces(
             return None
         order, complete = index.mro(symbol)
         names = {cls.qualname for cls in order}
-        if not complete and not names & {V1_BASE, V2_BASE}:
+        if not complete and not names & set(interfaces):
             return None
-        found |= names & {V1_BASE, V2_BASE}
+        found |= names & set(interfaces)
     return found
 
 
