@@ -46,7 +46,7 @@ def logits_interfaces(package: PluginPackage, index: ReleaseIndex) -> list[Findi
     v1, v2 = index.resolve(V1_PUBLIC), index.resolve(V2_PUBLIC)
     if not entry_points or v1.kind != "class" or v2.kind != "class":
         return []
-    bases = (v1.qualname, v2.qualname)
+    runners = (v1.qualname, v2.qualname)
     # a class defined twice (per release, under a find_spec or version test) counts with every definition
     own: dict[str, list[tuple[Module, ast.ClassDef, list[str]]]] = {}
     for module, node, bases in classes(package):
@@ -57,7 +57,7 @@ def logits_interfaces(package: PluginPackage, index: ReleaseIndex) -> list[Findi
         qualname = f"{module_name.strip()}.{attr.strip()}"
         if qualname not in own:
             continue  # not a class of the plugin's own module: nothing proves what it derives from
-        interfaces = _interfaces(qualname, own, index, bases, set())
+        interfaces = _interfaces(qualname, own, index, runners, set())
         if interfaces is None or len(interfaces) != 1:
             continue  # both (an adapter, or one definition per runner), neither, or a base doctor cannot follow
         module, node, _bases = own[qualname][0]
