@@ -40,23 +40,27 @@ def installed_config_keywords(ctx: Context) -> list[Finding]:
 
 def config_keywords(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
     """Each construction of a vLLM config class with a keyword the class in `index` does not accept."""
-    replaced = _replaced_names(package)
+    replaced: set[str] | None = None  # read once a construction of a vLLM config class is found
     imported = {name for module in package.parsed() for name in aliases(module).values()}
     findings = []
     for module in package.parsed():
         if _is_script(module) and not any(name.startswith(module.name) for name in imported):
             continue  # a script of the package (`python parity_test.py`) that nothing imports: vLLM never runs it
         table = aliases(module)
-        guarded = guards(module)
         for node in module.of_type(ast.Call):
             call: ast.Call = node  # type: ignore[assignment]
-            written = qualified(call.func, table)
-            if not written or not written.startswith("vllm.") or not call.keywords:
+            if not call.keywords:
                 continue
+            written = qualified(call.func, table)
+            if not written or not written.startswith("vllm."):
+                continue
+            if not index.resolve(written).qualname.startswith(CONFIG_MODULES):
+                continue
+            replaced = _replaced_names(package) if replaced is None else replaced
             accepted = _accepted(index, written, replaced)
             if accepted is None:
                 continue
-            guard = guarded.get(id(call))
+            guard = guards(module).get(id(call))
             if guard is not None and guard.kind in _NOT_THIS_RELEASE:
                 continue
             unknown = [k.arg for k in call.keywords if k.arg is not None and k.arg not in accepted]

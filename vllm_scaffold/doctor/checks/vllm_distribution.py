@@ -41,6 +41,8 @@ def version_by_distribution_name(ctx: Context) -> list[Finding]:
         return []
     if any(requirement.name == "vllm" for requirement in ctx.package.requirements):
         return []  # installed as it requires, the distribution `vllm` is there (vllm-hard-requirement says so)
+    if not any(_lookups(module, module.of_type(ast.Call)) for module in ctx.package.parsed()):
+        return []  # no lookup anywhere: what the entry points reach need not be followed
     findings: dict[str, Finding] = {}
     for ep in ctx.package.entry_points:
         if ep.group not in vllm_facts.GROUPS or not ctx.package.owns(ep.module):
@@ -52,25 +54,27 @@ def version_by_distribution_name(ctx: Context) -> list[Finding]:
         at_load, at_call = entry_point_reach(ctx.package, module, node)
         runs = [(r, "load") for r in at_load] + [(r, "call") for r in at_call]
         for reached, when in runs:
-            for call in _lookups(reached.module, reached):
+            for call in _lookups(reached.module, reached.running()):
                 where = reached.module.where(call)
                 if where not in findings:
                     findings[where] = _finding(where, call, reached, when, ep, installed_as)
     return list(findings.values())
 
 
-def _lookups(module: Module, reached: Reached) -> list[ast.Call]:
+def _lookups(module: Module, nodes: list[ast.AST]) -> list[ast.Call]:
+    """The unguarded lookups of the distribution `vllm` among `nodes`."""
     table = aliases(module)
-    guarded = guards(module, CAUGHT_BY)
     found = []
-    for node in reached.running():
-        if not isinstance(node, ast.Call) or qualified(node.func, table) not in LOOKUPS:
+    for node in nodes:
+        if not isinstance(node, ast.Call):
             continue
         keywords = [k.value for k in node.keywords if k.arg in ("distribution_name", "dist")]
         named = node.args[0] if node.args else next(iter(keywords), None)
         if not (isinstance(named, ast.Constant) and named.value == "vllm"):
             continue
-        guard = guarded.get(id(node))
+        if qualified(node.func, table) not in LOOKUPS:
+            continue
+        guard = guards(module, CAUGHT_BY).get(id(node))
         if guard is not None and guard.kind is GuardKind.IMPORT_ERROR:
             continue
         found.append(node)
