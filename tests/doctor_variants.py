@@ -565,6 +565,16 @@ def _merge_installed_release_variants() -> None:
     CONTRASTS.update(installed.CONTRASTS)
 
 
+def _merge_environment_variants() -> None:
+    """The variants of the plugin's environment (its Python, build backend, groups) and of the classes of
+    breakage doctor used to miss, kept apart."""
+    import doctor_variants_env as env
+
+    BROKEN.update(env.BROKEN)
+    CLEAN.update(env.CLEAN)
+    CONTRASTS.update(env.CONTRASTS)
+
+
 def write_contrast(name: str, dest: Path) -> Path:
     """The CLEAN variant `name` without what makes it intended."""
     file, text, replacement, _code = CONTRASTS[name]
@@ -1251,6 +1261,7 @@ CONTRASTS["offloading-spec-own-name"] = (
 )
 
 _merge_installed_release_variants()
+_merge_environment_variants()
 
 
 # What vLLM's import of an entry point's module runs (its package's __init__.py, the package modules imported

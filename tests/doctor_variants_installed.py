@@ -59,11 +59,11 @@ CLEAN: dict[str, Variant] = {
             "detect.py": '''
             """The Fx platform's detector: vLLM calls detect() in every process."""
             import os
-            from importlib.metadata import version
 
+            import vllm
             from packaging.version import Version
 
-            VLLM_VERSION = Version(version("vllm"))
+            VLLM_VERSION = Version(vllm.__version__)
 
 
             def _supported() -> bool:

@@ -53,9 +53,11 @@ PLUGINS = {
 ALSO = {
     "plugins-whitespace": {"plugins-drops-installed"},
     "endpoint-name-mismatch": {"endpoint-not-enabled"},
-    "logits-argmax-claim": {"logits-argmax-masks"},
     "reasoning-parser-server-only": {"endpoint-not-enabled"},
     "general-plugin-not-idempotent": {"general-plugin-side-effects"},
+    # a processor of one runner's interface, where the release has both runners
+    "logits-runner-mismatch": {"logits-processor-one-runner"},
+    "logits-argmax-claim": {"logits-argmax-masks", "logits-processor-one-runner"},
 }
 # Fixtures whose pitfall only the live probe can see.
 LIVE_ONLY = {

@@ -67,12 +67,20 @@ def command(
             "a version, a wheel file or a source directory; no vLLM needs to be installed).",
         ),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Fail only on findings FILE does not hold; when FILE does not exist, record today's findings in it.",
+        ),
+    ] = None,
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli.options import reporting
 
     with reporting():
-        request = Request.of(target, installed, output, as_json, live, plugins, executor, releases or [])
+        request = Request.of(target, installed, output, as_json, live, plugins, executor, releases or [], baseline)
         reports, whole = request.run()
     request.show(reports, whole)
     raise typer.Exit(1 if any(report.has_error for report in reports) else 0)
@@ -90,6 +98,7 @@ class Request:
     plugins: str | None
     executor: str | None
     releases: tuple[str, ...]
+    baseline: Path | None = None  # findings it holds are suppressed; recorded into it when it does not exist
 
     @classmethod
     def of(
@@ -102,6 +111,7 @@ class Request:
         plugins: str | None,
         executor: str | None,
         releases: list[str],
+        baseline: Path | None = None,
     ) -> Request:
         from vllm_scaffold.doctor.report.render import FORMATS
         from vllm_scaffold.errors import ScaffoldError
@@ -125,10 +135,19 @@ class Request:
             raise ScaffoldError(f"--installed checks the whole environment, not '{target}'", "drop one of them")
         if installed and releases:
             raise ScaffoldError("--vllm checks one package against releases, not the environment", "drop --installed")
-        return cls(target, installed, output, live, plugins, executor, tuple(releases))
+        return cls(target, installed, output, live, plugins, executor, tuple(releases), baseline)
 
     def run(self) -> tuple[list[Report], Report | EnvironmentReport | None]:
-        """The reports, in the order shown, and the one object `--format json` prints (None for `--vllm`)."""
+        """The reports, in the order shown, and the one object `--format json` prints (None for `--vllm`);
+        with a baseline, what it holds is suppressed (and said on stderr)."""
+        reports, whole = self._diagnose()
+        if self.baseline is not None:
+            from vllm_scaffold.doctor.report.baseline import use
+
+            typer.echo(use(reports, self.baseline), err=True)
+        return reports, whole
+
+    def _diagnose(self) -> tuple[list[Report], Report | EnvironmentReport | None]:
         from vllm_scaffold.doctor import runner
 
         options: dict[str, str | None] = {} if self.plugins is None else {"vllm_plugins": self.plugins}

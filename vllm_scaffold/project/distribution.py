@@ -171,6 +171,7 @@ def _from_metadata(root: Path, metadata_text: str, entry_points_text: str, tops:
     metadata = email.parser.Parser().parsestr(metadata_text)
     name = metadata.get("Name") or root.name
     project = PluginProject(root=root, name=name, version=metadata.get("Version"))
+    project.requires_python = metadata.get("Requires-Python")
     project.entry_points = [
         EntryPoint(ep.group, ep.name, ep.value, f"{info}entry_points.txt")
         for ep in entry_points_from(entry_points_text, "entry_points.txt")

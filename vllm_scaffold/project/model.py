@@ -96,6 +96,7 @@ class PluginProject:
     read_from: list[str] = field(default_factory=list)  # the metadata files read, in reading order
     unread: list[str] = field(default_factory=list)  # declarations the reader could not resolve, and why
     version: str | None = None
+    requires_python: str | None = None  # the Pythons it declares it runs on (PEP 440 specifiers)
     # `.pth` files the distribution installs into site-packages, relative to `root` (Python's site module
     # reads each at start-up of every process of the environment)
     pth_files: list[str] = field(default_factory=list)

@@ -2,7 +2,8 @@
 
 Only what can be known without running the build is read: literal arguments of `setup(...)`, names bound to
 literals at the module's top level (`ENTRY_POINTS = {...}` then `setup(entry_points=ENTRY_POINTS)`),
-`**kwargs` from such a dict, `find_packages(...)` and `find_namespace_packages(...)` calls. An argument that
+`**kwargs` from such a dict, `find_packages(...)` and `find_namespace_packages(...)` calls, paths joined from
+literals and `__file__` (`os.path.join`, `pathlib.Path`, `/`, `dirname`, `.parent`). An argument that
 is computed (a function call, a file read) is reported in `unread` with its name, never guessed.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +45,10 @@ class _Unresolved(Exception):
 
 
 _FIND_CALLS = {"find_packages": False, "find_namespace_packages": True}
+# Paths built from literals (package_dir={"": os.path.join("src", "python")}, Path(__file__).parent / "src"):
+# the calls that join their arguments, and those that leave a relative path as it is for reading.
+_PATH_JOINS = frozenset({"join", "Path", "PurePath", "PurePosixPath"})
+_PATH_SAME = frozenset({"abspath", "realpath", "normpath", "fspath", "str"})
 
 
 class _Evaluator:
@@ -75,9 +81,21 @@ class _Evaluator:
             return self.value(self.bindings[node.id], depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.value(node.left, depth + 1) + self.value(node.right, depth + 1)  # type: ignore[operator]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # pathlib's `Path("src") / "pkg"`
+            return posixpath.join(self._path(node.left, depth), self._path(node.right, depth))
+        if isinstance(node, ast.Name) and node.id == "__file__":
+            return "setup.py"  # paths are relative to the project root, where setup.py is
+        if isinstance(node, ast.Attribute) and node.attr == "parent":
+            return posixpath.dirname(self._path(node.value, depth))
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         raise _Unresolved
+
+    def _path(self, node: ast.expr, depth: int) -> str:
+        value = self.value(node, depth + 1)
+        if not isinstance(value, str):
+            raise _Unresolved
+        return value
 
     def _mapping(self, node: ast.expr, depth: int) -> dict:
         value = self.value(node, depth + 1)
@@ -90,6 +108,14 @@ class _Evaluator:
         keywords = {k.arg: self.value(k.value, depth + 1) for k in node.keywords if k.arg}
         if func == "dict" and not node.args:
             return keywords
+        if func in _PATH_JOINS and node.args and not node.keywords:
+            return posixpath.join(*(self._path(arg, depth) for arg in node.args))
+        if func in _PATH_SAME and len(node.args) == 1:
+            return self._path(node.args[0], depth)
+        if func == "dirname" and len(node.args) == 1:
+            return posixpath.dirname(self._path(node.args[0], depth))
+        if func == "resolve" and isinstance(node.func, ast.Attribute) and not node.args:
+            return self._path(node.func.value, depth)
         if func in _FIND_CALLS:
             where = self.value(node.args[0], depth + 1) if node.args else keywords.get("where", ".")
             include = keywords.get("include", ["*"])

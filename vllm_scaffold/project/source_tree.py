@@ -1,6 +1,6 @@
 """Reading a plugin's source tree: metadata from pyproject.toml, setup.py and setup.cfg, and the import
-packages where its build configuration puts them (setuptools, hatch, maturin, flit, poetry, pdm, or the
-`src/` and flat layouts when nothing says otherwise)."""
+packages where its build configuration puts them (setuptools, scikit-build-core, hatch, maturin, flit, poetry,
+pdm, or the `src/` and flat layouts when nothing says otherwise)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def read_project(root: Path) -> PluginProject:
     name = str(table.get("name") or setup_cfg.name or setup_py.name or _pkg_info_name(root) or root.name)
     project = PluginProject(root=root, name=name, pyproject=pyproject, version=table.get("version"))
     project.unread = [*setup_py.unread, *setup_cfg.unread]
+    project.requires_python = str(table["requires-python"]) if table.get("requires-python") else None
 
     declared: dict[tuple[str, str], EntryPoint] = {}
     sources = [
@@ -168,6 +169,9 @@ def _declared_packages(
         base = root / str(maturin.get("python-source", "."))
         top = str(maturin.get("module-name", name.replace("-", "_"))).split(".")[0]
         return _existing({top: base / top}) or _discovered(root, [base], name)
+    skbuild = _scikit_build_packages(root, tool, name)
+    if skbuild is not None:
+        return skbuild
     hatch = tool.get("hatch", {}).get("build", {}) if isinstance(tool.get("hatch"), dict) else {}
     wheel = hatch.get("targets", {}).get("wheel", {}) if isinstance(hatch, dict) else {}
     for table in (wheel, hatch):
@@ -186,6 +190,27 @@ def _declared_packages(
     if isinstance(pdm, dict) and pdm.get("package-dir"):
         return _discovered(root, [root / str(pdm["package-dir"])], name)
     return _setuptools_packages(root, tool.get("setuptools", {}), setuptools, name)
+
+
+def _scikit_build_packages(root: Path, tool: dict, name: str) -> dict[str, Path] | None:
+    """scikit-build-core's `wheel.packages`: a list of package directories, or a table of install path ->
+    source directory; unset, the first of `src/<name>`, `python/<name>` and `<name>` that exists (<name> the
+    distribution name with `_` for `-`). None when the project has no [tool.scikit-build] table."""
+    table = tool.get("scikit-build")
+    if not isinstance(table, dict):
+        return None
+    wheel = table.get("wheel", {}) if isinstance(table.get("wheel"), dict) else {}
+    listed = wheel.get("packages")
+    if isinstance(listed, list) and listed:
+        return _existing({Path(str(p)).name: root / str(p) for p in listed})
+    if isinstance(listed, dict) and listed:
+        tops = {str(target).strip("/"): str(source) for target, source in listed.items()}
+        return _existing({target: root / source for target, source in tops.items() if "/" not in target})
+    wanted = normalise(name).replace("-", "_")
+    for base in (root / "src", root / "python", root):
+        if (base / wanted).is_dir():
+            return {wanted: base / wanted}
+    return _discovered(root, [root / "src", root / "python", root], name)
 
 
 def _setuptools_packages(

