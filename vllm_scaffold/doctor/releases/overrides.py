@@ -9,7 +9,7 @@ from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, is_dunder
-from vllm_scaffold.doctor.releases.signatures import override_problem, renamed_problem
+from vllm_scaffold.doctor.releases.signatures import override_problem
 from vllm_scaffold.vllm_facts import Signature, Symbol
 from vllm_scaffold.vllm_facts.build import method_signature
 
@@ -30,7 +30,7 @@ def check_overrides(
         if text is not None and not text.startswith("@p"):
             # the plugin's signature with @c / @s, as the index writes vLLM's methods
             base, mine = Signature.parse(text), Signature.parse(method_signature(stmt))
-            problem = override_problem(base, mine) or renamed_problem(base, mine)
+            problem = override_problem(base, mine)
             if problem and out.callers.can_call(f"{module.name}.{node.name}", stmt.name, mine, base):
                 out.report(
                     "vllm-override-signature",

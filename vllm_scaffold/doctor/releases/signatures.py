@@ -60,30 +60,3 @@ def override_problem(base: Signature, override: Signature) -> str | None:
 def _passed_by_keyword(base: Signature, name: str) -> bool:
     param = base.param(name)
     return param is not None and param.kind == "kwonly"
-
-
-def renamed(base: Signature, override: Signature) -> list[tuple[str, str]]:
-    """(vLLM's name, the override's name) for each positional-or-keyword parameter of `base` that the override
-    takes at the same position under another name, without a **kwargs that would catch the old name:
-    `override_problem` counts such a parameter as reached by position, which holds for a call passing it by
-    position and fails for one passing it by keyword ("unexpected keyword argument")."""
-    theirs, mine = base.bound(), override.bound()
-    if mine.varkw:
-        return []
-    found = []
-    for position, param in enumerate(theirs.positional):
-        if param.kind != "positional" or mine.param(param.name) is not None or position >= len(mine.positional):
-            continue
-        found.append((param.name, mine.positional[position].name))
-    return found
-
-
-def renamed_problem(base: Signature, override: Signature) -> str | None:
-    """Why a call of the base's signature that passes a parameter by keyword cannot call the override; None
-    when the override keeps every name vLLM may pass by keyword. The release check reports it only where a
-    call site of vLLM's passes that name (OverrideCallers.can_call binds each call's keywords)."""
-    pairs = renamed(base, override)
-    if not pairs:
-        return None
-    shown = ", ".join(f"'{theirs}' as '{mine}'" for theirs, mine in pairs)
-    return f"it names vLLM's parameter {shown}, which vLLM may pass by keyword"
