@@ -190,3 +190,30 @@ def test_doctor_vllm_reports_the_chain_end_to_end(package: PluginPackage) -> Non
     assert by_file["fx_proof/orphan.py"].severity is Severity.WARNING
     assert by_file["fx_proof/old_patches.py"].severity is Severity.WARNING
     assert not report.has_error
+
+
+def test_code_loaded_after_a_version_pin_that_raises_is_reached_under_a_condition(tmp_path: Path) -> None:
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "fx_proof/__init__.py": "",
+        "fx_proof/plugin.py": """
+            import os
+
+            import vllm
+
+
+            def register():
+                if not os.environ.get("FX_SKIP_CHECK"):
+                    if vllm.__version__ != "0.18.0":
+                        raise RuntimeError("fx needs vLLM 0.18.0")
+                from fx_proof import patches
+
+                patches.apply()
+            """,
+        "fx_proof/patches.py": """
+            def apply():
+                pass
+            """,
+    }
+    package = PluginPackage.load(build_file_tree(files, tmp_path))
+    assert loading(package)["fx_proof.patches"].reach is Reach.CONDITIONAL

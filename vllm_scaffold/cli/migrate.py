@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli.options import DryRun, reporting
+from vllm_scaffold.cli.options import DryRun, reporting, write_or_show
 
 
 def command(
@@ -32,10 +32,6 @@ def command(
         console.line(f"from vLLM {migration.source} to {migration.target} ({migration.source}: {migration.why})")
         console.lines([rewrite.line() for rewrite in migration.rewrites] or ["nothing to rewrite"])
         console.lines(migration.left)
-        if dry_run:
-            console.lines(migration.diff())
-            console.line("dry run: nothing was written")
-        else:
-            migration.apply()
+        write_or_show(migration, dry_run)
     if migration.errors:
         raise typer.Exit(1)

@@ -6,11 +6,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.wording import a
 
 # What `new` tells a user to run in the package it made: the harness comes from the wheel `new` put in
 # wheels/ until it is on PyPI (the package's README says the same, and its CI runs it).
@@ -50,7 +51,7 @@ def scaffold(
             console.lines([f"created {result.root} ({files} files)", *(f"note   {n}" for n in result.changes.notes)])
             console.sentence(f"next: cd {result.root}; install vLLM (README.md), then: {INSTALL_FOR_TESTS} && pytest")
         else:
-            console.lines(result.describe())
+            console.lines(result.describe(diffs=False))  # the diffs are what --dry-run shows first
 
 
 def asked(help: str, *, eager: bool = False) -> typer.models.ArgumentInfo:
@@ -82,7 +83,7 @@ def data_keys(seam_key: str, *, with_package: bool) -> list[str]:
                 facts.append(f"default {default}")
             help_text = " ".join(str(question.get("help", "")).split())
             items.append(f"  - {key} ({'; '.join(facts)}): {help_text}")
-    return [f"--data KEY=VALUE answers for a {seam.key} component:", *items]
+    return [f"--data KEY=VALUE answers for {a(seam.key)} component:", *items]
 
 
 def help_with_data_keys(ctx: typer.Context, _param: object, value: bool) -> None:
@@ -161,3 +162,22 @@ def seam_and_name(
 
     ask = {"new": guided.new_arguments, "add": guided.add_arguments}[command]
     return ask(seam, place)  # NAME is the second argument: when it is missing, only SEAM may be given
+
+
+class Planned(Protocol):
+    """A plan of file changes (`update`'s, `migrate`'s): its diff, and writing it."""
+
+    def diff(self) -> list[str]: ...
+
+    def apply(self) -> None: ...
+
+
+def write_or_show(plan: Planned, dry_run: bool) -> None:
+    """Writes `plan`, or with --dry-run prints its diff and writes nothing."""
+    from vllm_scaffold.terminal import console
+
+    if dry_run:
+        console.lines(plan.diff())
+        console.line("dry run: nothing was written")
+    else:
+        plan.apply()

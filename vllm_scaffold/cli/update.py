@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vllm_scaffold.cli.options import DryRun, reporting
+from vllm_scaffold.cli.options import DryRun, reporting, write_or_show
 
 
 def command(
@@ -27,11 +27,7 @@ def command(
 
         plan = plan_update(project)
         console.lines(plan.lines or ["up to date: the package matches the installed templates"])
-        if dry_run:
-            console.lines(plan.diff())
-            console.line("dry run: nothing was written")
-        else:
-            plan.apply()
+        write_or_show(plan, dry_run)
         if plan.conflicts:
             console.line(f"{len(plan.conflicts)} to resolve by hand: {', '.join(plan.conflicts)}")
     if plan.conflicts:

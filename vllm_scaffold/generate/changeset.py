@@ -142,14 +142,15 @@ class Changeset:
                 lines += unified_diff(path, *self.edited[path], prefix)
         return lines
 
-    def describe(self, prefix: str = "") -> list[str]:
-        """One line per created file and TOML key, then a unified diff per edited file; `prefix` before paths."""
+    def describe(self, prefix: str = "", *, diffs: bool = True) -> list[str]:
+        """One line per created file and TOML key, then (with `diffs`) a unified diff per edited file; `prefix`
+        before paths."""
         lines = [f"create {prefix}{path}" for path in sorted(self.created)]
         lines += [f"edit   {prefix}{path}" for path in sorted(self.edited)]
         lines += [f"remove {prefix}{path}" for path in sorted(self.removed)]
         lines += [f"key    {key}" for key in self.keys]
         lines += [f"note   {note}" for note in self.notes]
-        return lines + self.diff(prefix=prefix)
+        return lines + self.diff(prefix=prefix) if diffs else lines
 
     @property
     def empty(self) -> bool:

@@ -162,7 +162,7 @@ def add_component(
         changes.keys.append(pyproject_edit.add_entry_point(doc, wiring.PLUGIN_GROUP, *route.new_entry_point))
     if route.edit:
         changes.edit(*route.edit)
-    changes.notes += route.notes
+    changes.notes += route.notes if seam.registration is not None else _unregistered(seam, route.notes)
     keys, notes = pyproject_edit.add_test_requirement(doc, harness_requirement(seam.harness_extras))
     changes.keys += keys
     changes.notes += notes
@@ -326,3 +326,11 @@ def _add_readme_row(changes: Changeset, seam: Seam, name: str, module: str, fiel
     how = seam.enable[0].format_map(fields) if seam.enable else seam.selection[0]
     row = f"| [`{name}`](docs/{module}.md) | {seam.title} | {seam.process_family} | {how} |\n"
     changes.edit("README.md", text.replace(README_END, row + README_END, 1))
+
+
+def _unregistered(seam: Seam, notes: list[str]) -> list[str]:
+    """The wiring notes for a component that needs no registration (vLLM reaches it through its own entry
+    point, or an option names it): the package's general plugin still runs its version check."""
+    reached = f"vLLM loads it from its [{seam.group}] entry point" if seam.group else "; ".join(seam.selection)
+    kept = [note.replace("registration: through", "version check: through", 1) for note in notes]
+    return [*kept, f"registration: none needed: {reached}"]

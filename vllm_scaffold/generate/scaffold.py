@@ -32,10 +32,11 @@ class Result:
     new_package: bool  # `new`: every path is inside the directory `root` names
     built: tuple[str, ...] = ()  # files written besides the rendered ones: `new`'s harness wheel
 
-    def describe(self) -> list[str]:
-        """One line per created file, edited file, TOML key and note, then the diff of each edited file."""
+    def describe(self, *, diffs: bool = True) -> list[str]:
+        """One line per created file, edited file, TOML key and note, then (with `diffs`, as a dry run shows
+        them) the diff of each edited file."""
         prefix = f"{self.root.name}/" if self.new_package else ""
-        return [f"create {prefix}{path}" for path in self.built] + self.changes.describe(prefix=prefix)
+        return [f"create {prefix}{path}" for path in self.built] + self.changes.describe(prefix=prefix, diffs=diffs)
 
 
 def package_destination(name: str, dest: Path | None) -> Path:

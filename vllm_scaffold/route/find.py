@@ -20,6 +20,7 @@ from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import FORK, PATCH, Router, dotted
 from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
 from vllm_scaffold.vllm_facts.symbol_diff import module_name
+from vllm_scaffold.wording import a
 
 TEMPLATED = "templated"
 EXPLAINED = "explained"
@@ -199,7 +200,7 @@ def _symbol(text: str, index: ReleaseIndex) -> Answer:
         found = router.seam_of_class(owner) if owner.kind == "class" else None
         if found is not None:
             seam, base = found
-            why = f"{owner.qualname} is a {base.rsplit('.', 1)[-1]}: a {seam.key} component replaces or subclasses it"
+            why = f"{owner.qualname} is {a(base.rsplit('.', 1)[-1])}: {a(seam.key)} component replaces or subclasses it"
             candidate = _seam_candidate(seam.key)
             return _candidate_answer(text, index, candidate, why)
     rule = load_routes().fork_rule(symbol=defined, kind={"member": "method"}.get(symbol.kind, symbol.kind))
@@ -292,7 +293,7 @@ def _module(text: str, module: str, index: ReleaseIndex, path: str = "") -> Answ
         if found is not None:
             seam, base = found
             candidate = _seam_candidate(seam.key)
-            why = f"{module}.{name} is a {base.rsplit('.', 1)[-1]}: a {seam.key} component replaces or subclasses it"
+            why = f"{module}.{name} is {a(base.rsplit('.', 1)[-1])}: {a(seam.key)} component replaces or subclasses it"
             return _candidate_answer(text, index, candidate, why)
     names = [*entry.get("c", {}), *entry.get("f", {})]
     lines = [

@@ -23,6 +23,7 @@ from vllm_scaffold.vllm_facts.symbol_diff import (
     class_shell,
     import_time_names,
 )
+from vllm_scaffold.wording import a
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,9 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
             seam, base = found
             why = reasons.reason("covered", owner=f"{module}.{owner}", seam=seam.key)
             if base.endswith(f".{owner}") and change.change == ADDED and kind == CLASS:
-                why = f"a new {base.rsplit('.', 1)[-1]}: a {seam.key} component holds it"
+                why = f"a new {base.rsplit('.', 1)[-1]}: {a(seam.key)} component holds it"
             elif change.change == ADDED and kind == CLASS:
-                why = f"a new subclass of {base}: a {seam.key} component holds it"
+                why = f"a new subclass of {base}: {a(seam.key)} component holds it"
             return router.seam_route(seam, why, cls=owner, symbol=symbol)
         parts = key.split(".")
         method = parts[1] if kind == METHOD and len(parts) == 2 else ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from vllm_scaffold.doctor.checks.target import Target, check
+from vllm_scaffold.doctor.checks.target import release_check
 from vllm_scaffold.doctor.reading.guards import GuardKind, guards
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, qualified
@@ -29,14 +29,7 @@ _UNLISTED_FIELDS = frozenset({"model_config"})
 _NOT_THIS_RELEASE = frozenset({GuardKind.VLLM_VERSION, GuardKind.TYPE_CHECKING})
 
 
-@check("vllm-config-keyword-unknown", every_release=True)
-def config_keywords_check(target: Target) -> list[Finding]:
-    """Against the installed vLLM's index, or a release's."""
-    if target.index is None:
-        return []
-    return config_keywords(target.package, target.index)
-
-
+@release_check("vllm-config-keyword-unknown")
 def config_keywords(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
     """Each construction of a vLLM config class with a keyword the class in `index` does not accept."""
     replaced: set[str] | None = None  # read once a construction of a vLLM config class is found

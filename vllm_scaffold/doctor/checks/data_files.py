@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from vllm_scaffold.doctor.checks.target import Target, check
+from vllm_scaffold.doctor.checks.target import release_check
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report.findings import Finding
 from vllm_scaffold.project.model import SKIP_DIRS
@@ -33,14 +33,7 @@ DATA_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".
 _LARGEST = 1_000_000  # bytes: a larger file is a data set or a vocabulary, not configuration
 
 
-@check("vllm-data-path-missing", every_release=True)
-def data_paths_check(target: Target) -> list[Finding]:
-    """Against the installed vLLM's index, or a release's."""
-    if target.index is None:
-        return []
-    return data_paths(target.package, target.index)
-
-
+@release_check("vllm-data-path-missing")
 def data_paths(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
     """Each dotted vLLM name in a shipped data file that names a module or top-level name `index` lacks."""
     groups = set(index.entry_point_groups)

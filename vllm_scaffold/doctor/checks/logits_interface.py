@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from vllm_scaffold.doctor.checks.target import Target, check
+from vllm_scaffold.doctor.checks.target import release_check
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import classes
 from vllm_scaffold.doctor.report.findings import Finding
@@ -30,14 +30,7 @@ V1_PUBLIC = "vllm.v1.sample.logits_processor.LogitsProcessor"
 V2_PUBLIC = "vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor"
 
 
-@check("logits-processor-one-runner", every_release=True)
-def logits_interfaces_check(target: Target) -> list[Finding]:
-    """Against the installed vLLM's index, or a release's."""
-    if target.index is None or not target.package.entry_points_in(GROUP):
-        return []
-    return logits_interfaces(target.package, target.index)
-
-
+@release_check("logits-processor-one-runner")
 def logits_interfaces(package: PluginPackage, index: ReleaseIndex) -> list[Finding]:
     """Each entry-point class of the group that derives from exactly one runner's interface, where `index`
     has both runners."""

@@ -81,3 +81,23 @@ def check(*codes: str, every_release: bool = False) -> Callable[[Callable[[Targe
         return Check(function, frozenset(codes), every_release)
 
     return declare
+
+
+IndexCheck = Callable[[PluginPackage, ReleaseIndex], list[Finding]]
+
+
+def release_check(*codes: str) -> Callable[[IndexCheck], IndexCheck]:
+    """Declares `function(package, index)`, which reads only a release index, as a check that runs against
+    the installed vLLM's index and each `--vllm` release's (nothing where vLLM is not installed). The function
+    stays callable as written; the check is registered beside it as `<function>_check`."""
+
+    def declare(function: IndexCheck) -> IndexCheck:
+        def run(target: Target) -> list[Finding]:
+            return [] if target.index is None else function(target.package, target.index)
+
+        run.__name__, run.__module__, run.__doc__ = function.__name__, function.__module__, function.__doc__
+        module = sys.modules[function.__module__]
+        setattr(module, f"{function.__name__}_check", check(*codes, every_release=True)(run))
+        return function
+
+    return declare

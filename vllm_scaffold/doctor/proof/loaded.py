@@ -6,8 +6,9 @@ reached module imports it anywhere in its code (a function body runs when vLLM c
 vLLM calls is not decided here) or names it in a string (`"pkg.mod.Class"`, `"pkg.mod:func"`: the class paths a
 platform returns and the registration tables general plugins loop over). An import under the importing
 module's own vLLM version condition reaches its module only on the releases that condition selects, which
-doctor does not evaluate: that module is reached under a condition. Imports under `if TYPE_CHECKING:` never
-run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
+doctor does not evaluate: that module is reached under a condition, and so is one imported after such a
+condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`). Imports under `if TYPE_CHECKING:`
+never run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
 `--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
@@ -83,6 +84,29 @@ def _named_modules(package: PluginPackage, text: str) -> list[str]:
     return [name for i in range(len(parts)) if (name := ".".join(parts[: i + 1])) in package.modules]
 
 
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether `body` ends by leaving its block: `raise`, `return`, `sys.exit(...)`."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise | ast.Return):
+        return True
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and isinstance(last.value.func, ast.Attribute | ast.Name)
+        and (last.value.func.attr if isinstance(last.value.func, ast.Attribute) else last.value.func.id) == "exit"
+    )
+
+
+def _exits_on_some_release(stmt: ast.stmt) -> bool:
+    """`if <release condition>: raise` (or return, exit), also as the last statement of another `if`'s body
+    (`if not SKIP_CHECK: if vllm.__version__ != PIN: raise`): what follows it runs on some releases only."""
+    if not isinstance(stmt, ast.If) or not stmt.body:
+        return False
+    if _is_release_condition(stmt.test) and _leaves(stmt.body):
+        return True
+    return _exits_on_some_release(stmt.body[-1])
+
+
 def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     """Every package module `module` imports or names, with where and whether only under a version condition."""
     found: list[_Edge] = []
@@ -115,6 +139,8 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
                 visit(handler.body, inner)
             for case in getattr(stmt, "cases", ()):
                 visit(case.body, inner)
+            if _exits_on_some_release(stmt):
+                conditional = True  # `if <not the pinned release>: raise`: what follows runs on that release only
 
     if module.tree is not None:
         visit(module.tree.body, False)

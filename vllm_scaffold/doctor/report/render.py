@@ -133,10 +133,17 @@ def renderables(report: Report, width: int = 100) -> Iterator[RenderableType]:
         yield Text(f"\n{counts(report)}")
 
 
+# Spaces at a line's end (before any closing style codes): rich pads an indented block to its widest line.
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
 def print_table(report: Report, console: Console) -> None:
-    """The text report on `console` (the command line passes the terminal's: doctor itself never imports it)."""
-    for renderable in renderables(report, console.width):
-        console.print(renderable, soft_wrap=False)
+    """The text report on `console` (the command line passes the terminal's: doctor itself never imports it),
+    without the spaces rich pads indented blocks with."""
+    with console.capture() as captured:
+        for renderable in renderables(report, console.width):
+            console.print(renderable, soft_wrap=False)
+    console.file.write(_TRAILING.sub(r"\1", captured.get()))
 
 
 def _escape_data(text: str) -> str:
