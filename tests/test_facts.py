@@ -197,6 +197,8 @@ NO_VLLM_CLAIM = {
     "vllm-range-invalid": _PACKAGE,
     "version-range-excludes-release": _PACKAGE,  # the package's own version test, run with the release's version
     "vllm-hard-requirement": "about pip and the distributions' names, not vLLM's code",
+    "vllm-version-by-distribution": "about pip and the distributions' names, not vLLM's code",
+    "vllm-data-path-missing": _INDEX,
     "pth-runs-code": "about Python's site module, which runs a .pth file's import lines in every process",
     "ray-worker-missing-plugin": _OBSERVED,
     "vllm-import-missing": _INDEX,
