@@ -129,7 +129,7 @@ KV_OFFLOAD = '''\
 
 import psutil
 
-from vllm.v1.kv_offload.base import OffloadingConfig
+from vllm.v1.kv_offload.config import OffloadingConfig
 from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
 
 
@@ -753,6 +753,11 @@ EDITS: dict[str, Edit] = {
     "JSON-lines stat logger": Edit(
         seam="stat-logger",
         replaces=(
+            Replace(
+                "vllm/v1/metrics/loggers.py",
+                "import logging\nimport time\n",
+                "import json\nimport logging\nimport os\nimport time\n",
+            ),
             Replace(
                 "vllm/v1/metrics/loggers.py",
                 "\n\nclass AggregatedLoggingStatLogger(",
