@@ -268,7 +268,8 @@ def _compare(
             if base_ast is None and change.kind == VALUE:
                 continue  # a new module's values come with its classes and functions
             changes.append((path, change, base_ast))
-    routed, result.features = route_all(router, changes, history)
+    fork_trees = {p: f for p, _b, f in changed if f is not None}
+    routed, result.features = route_all(router, changes, history, fork_trees)
     result.entries.extend(routed)
     result.outside = _outside(sorted(p for p in fork.paths if not p.startswith("vllm/")))
     return result
