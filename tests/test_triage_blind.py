@@ -3,8 +3,9 @@
 Each edit is what an inference team would change in vLLM's own files to get one capability (a new
 attention backend, a per-request sampler parameter, a scheduling policy, ...). The fork is built from the
 installed vLLM 0.32 sources: only the edited files are copied, with `vllm/_version.py` saying 0.32.0, as a
-fork checkout would have them. Every edit is checked against the seam it was written for; where triage
-routes it elsewhere the case is marked as an expected failure naming the misroute.
+fork checkout would have them. Every edit is checked against the seam it was written for, and the lines that
+only plug a new component into vLLM (a hook, an attach call, a built-in branch, a front-end caller of a worker
+method) go with the component, with the plan's evidence for it.
 """
 
 from __future__ import annotations
@@ -924,44 +925,11 @@ def triage_plan(tmp_path_factory) -> dict:
     return json.loads(result.stdout)
 
 
-# The edits triage does not route whole to their seam, with what it said of each.
-MISROUTES: dict[str, str] = {
-    "shortest-prompt-first scheduling policy": (
-        "routed to patch (create_request_queue, ShortestPromptRequestQueue) and fork (SchedulingPolicy, "
-        "config SchedulerPolicy); no scheduler component"
-    ),
-    "JSON-lines stat logger": (
-        "JsonlStatLogger goes to stat-logger, but its wiring in StatLoggerManager.__init__ becomes a patch"
-    ),
-    "GET /acme/info route": (
-        "the router goes to endpoint (with route_prefix=/info, losing APIRouter's prefix /acme), but its "
-        "attachment in register_vllm_serve_api_routers becomes a patch"
-    ),
-    "weight_checksums over collective_rpc": (
-        "Worker.weight_checksums goes to worker-extension, but its front-end caller LLM.weight_checksums stays a fork"
-    ),
-    "built-in truncated-embedding IO processor": (
-        "the processor goes to io-processor, but its built-in lookup in get_io_processor becomes a patch"
-    ),
-}
-
-
 def edit_paths(edit: Edit) -> set[str]:
     return {rep.path for rep in edit.replaces} | set(edit.files)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(strict=True, reason=f"triage misroute: {MISROUTES[name]}"),
-        )
-        if name in MISROUTES
-        else name
-        for name in EDITS
-    ],
-)
+@pytest.mark.parametrize("name", list(EDITS))
 def test_each_edit_routes_to_its_seam(triage_plan: dict, name: str):
     edit = EDITS[name]
     paths = edit_paths(edit)
@@ -969,6 +937,39 @@ def test_each_edit_routes_to_its_seam(triage_plan: dict, name: str):
     assert routes, f"triage reported no symbol of {name}"
     wrong = {symbol: route for symbol, route in routes.items() if route != edit.seam}
     assert not wrong, f"{name}: meant for {edit.seam}, triage said {wrong}"
+
+
+def test_wiring_and_queues_say_why(triage_plan: dict):
+    """The lines that plug a component in, and the scheduling policy, are features with their evidence."""
+    features = {
+        (f["rule"], tuple(f["names"])): f["evidence"]
+        for f in triage_plan["features"]
+        if f["rule"] in {"wiring", "request_queues"}
+    }
+    assert features == {
+        ("wiring", ("JsonlStatLogger",)): ["vllm.plugins.load_plugins_by_group"],
+        ("wiring", ("attach_router",)): ["vllm.plugins.load_plugins_by_group"],
+        ("wiring", ("TruncatedEmbedProcessor",)): ["vllm.plugins.load_plugins_by_group"],
+        ("wiring", ("Worker.weight_checksums",)): [
+            "vllm.v1.executor.abstract.Executor.collective_rpc",
+            "vllm.v1.worker.worker_base.WorkerWrapperBase.init_worker",
+        ],
+        ("request_queues", ("ShortestPromptRequestQueue",)): [
+            "vllm.config.scheduler.SchedulerConfig.scheduler_cls",
+            "vllm.v1.core.sched.scheduler.Scheduler.__init__",
+        ],
+    }
+
+
+def test_the_endpoint_keeps_its_routers_prefix(triage_plan: dict):
+    commands = [c for c in triage_plan["plan"]["commands"] if " endpoint " in c]
+    assert commands == ["vllm-scaffold add endpoint acme --data route_prefix=/acme"]
+
+
+def test_only_the_port_patch_is_left(triage_plan: dict):
+    """Every other edit is a component: the plan has one patch and nothing that stays a fork."""
+    plan = triage_plan["plan"]
+    assert (plan["patches"], plan["forks"]) == (1, 0)
 
 
 def test_edits_touch_disjoint_files():

@@ -188,7 +188,12 @@ _HEADINGS = {
     SETTING: "settings (a plugin reads these keys from --additional-config):",
     FORK: "stays a fork:",
 }
-_FEATURE_TITLES = {"request_fields": "request fields", "engine_arguments": "settings"}
+_FEATURE_TITLES = {
+    "request_fields": "request fields",
+    "engine_arguments": "settings",
+    "wiring": "wiring of",
+    "request_queues": "request queues",
+}
 # A plan item names this many of its symbols, then how many more.
 _SHOWN = 4
 
