@@ -119,6 +119,7 @@ def test_every_feature_rule_names_what_each_release_has(version: str) -> None:
         for kind, names, holds in (
             ("evidence", rule.evidence, lambda p: index.resolve(p).exists),
             ("runners", rule.runners, lambda p: index.resolve(p).exists),
+            ("bases", rule.bases, lambda p: index.resolve(p).kind == "class"),
             ("declared_in", rule.declared_in, lambda p: index.resolve(p).kind == "class" or index.has_module(p)),
             ("path", rule.path, index.has_module),
             ("reaches", rule.reaches, index.has_module),

@@ -1085,10 +1085,11 @@ def test_code_run_over_collective_rpc_is_a_worker_extension(wheel: Path, tmp_pat
     assert {(e.symbol, e.route.route) for e in result.entries} == {
         ("vllm.acme_checks.worker_checksum", "worker-extension"),
         ("vllm.v1.worker.gpu_model_runner.GPUModelRunner.acme_checksum", "worker-extension"),
-        # the caller is the user's: a plugin's users call collective_rpc themselves
-        ("vllm.entrypoints.llm.LLM.acme_checksums", "fork"),
+        # the caller only plugs the worker code in: a plugin's users call collective_rpc themselves
+        ("vllm.entrypoints.llm.LLM.acme_checksums", "worker-extension"),
     }
-    assert "vllm-scaffold add worker-extension worker_checksum" in result.commands()
+    assert result.commands() == ["vllm-scaffold add worker-extension worker_checksum"]
+    assert [(f.rule, f.names) for f in result.features if f.rule == "wiring"] == [("wiring", ("worker_checksum",))]
 
 
 def test_a_new_engine_argument_is_a_setting_read_from_additional_config(wheel: Path, tmp_path: Path) -> None:

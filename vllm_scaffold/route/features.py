@@ -37,9 +37,10 @@ class FeatureRule:
     reaches: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     runners: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()
 
 
-RULES = ("request_fields", "worker_rpc", "engine_arguments", "routers")
+RULES = ("request_fields", "worker_rpc", "engine_arguments", "routers", "wiring", "request_queues")
 
 
 @cache
@@ -263,6 +264,8 @@ def route_features(
     for group in groups:
         found.append(_request_fields(router, changes, routes, group, rules["request_fields"]))
         found.append(_settings(changes, routes, group, rules["engine_arguments"]))
+    found += _request_queues(router, changes, routes, rules["request_queues"])
+    found += _wiring(changes, routes, rules["wiring"], router, rules["worker_rpc"])
     _alike(changes, routes, list(range(len(changes))), made_by or (lambda numbers: [frozenset()] * len(numbers)))
     plain = [Feature(tuple(g)) for g in groups]
     named = [f for f in found if f.rule]
@@ -393,3 +396,81 @@ def _alike(
         for number, route in enumerate(routes):
             if route.route == PATCH and route.target in targets:
                 routes[number] = replace(route, name=name.strip("_"), target=first.target, note=note)
+
+
+def _wiring(
+    changes: list[Change], routes: list[Route], rule: FeatureRule, router: Router, worker: FeatureRule
+) -> list[Feature]:
+    """vLLM code changed only to plug in new code a seam component carries (a hook appending a new stat
+    logger, a call attaching a new router, a caller of a new worker method over `collective_rpc`): the
+    component's own loading replaces it, so it goes with the component. The new symbols it refers to must all
+    be one seam's. A worker method's caller has the evidence of `worker` (the worker_rpc rule)."""
+    added: dict[str, list[int]] = {}
+    for number, change in enumerate(changes):
+        if change.change == ADDED and change.kind in {CLASS, FUNCTION, METHOD}:
+            added.setdefault(change.key.rsplit(".", 1)[-1], []).append(number)
+    found = []
+    for number, change in enumerate(changes):
+        if routes[number].route not in {PATCH, FORK} or change.kind not in {FUNCTION, METHOD} or change.fork is None:
+            continue
+        said = set(footprint(change).uses) | set(_called_with(change.fork.node, rule.calls))
+        carried = {
+            other
+            for name in said
+            for other in added.get(name, [])
+            if other != number and router.may_mean(change.module, changes[other].module, name)
+        }
+        # `from module import name` added to the function: that module's new `name`, whatever it is bound as
+        imports = _imported(change.fork.node) - (_imported(change.base.node) if change.base is not None else set())
+        carried |= {
+            other for module, name in imports for other in added.get(name, []) if changes[other].module == module
+        }
+        carriers = sorted(carried)
+        seams = {routes[n].route for n in carriers}
+        if not carriers or len(seams) != 1 or seams & {PATCH, FORK, SETTING}:
+            continue
+        names = tuple(dict.fromkeys(changes[n].key for n in carriers))
+        carrier = routes[carriers[0]]
+        why = rule.why.format(names=", ".join(names), seam=carrier.route)
+        routes[number] = replace(carrier, why=why, joins=True)
+        evidence = worker.evidence if carrier.route == worker.seam else rule.evidence
+        found.append(Feature((number,), "wiring", evidence, names))
+    return found
+
+
+def _imported(node: ast.AST) -> set[tuple[str, str]]:
+    """The (module, name) pairs absolute `from module import name` statements in `node` import."""
+    return {
+        (inner.module, alias.name)
+        for inner in ast.walk(node)
+        if isinstance(inner, ast.ImportFrom) and inner.module and not inner.level
+        for alias in inner.names
+    }
+
+
+def _request_queues(router: Router, changes: list[Change], routes: list[Route], rule: FeatureRule) -> list[Feature]:
+    """A new request queue class with the policy that selects it: a scheduler component carries both (a
+    Scheduler subclass that sets its own queue), and the changes to the policy's enum, its config Literal and
+    the queue factory under `rule.path` join it."""
+    seam = router.routes.seam(rule.seam)
+    assert seam is not None
+    queues = []
+    for number, change in enumerate(changes):
+        if change.change != ADDED or change.kind != CLASS or routes[number].route not in {PATCH, FORK}:
+            continue
+        owner = router.index.resolve(f"{change.module}.{change.key}")
+        ancestors = {f"{c.module}.{c.name}" for c in router.index.mro(owner)[0]} if owner.kind == "class" else set()
+        if ancestors & set(rule.bases):
+            queues.append(number)
+    if not queues:
+        return []
+    names = tuple(changes[n].key for n in queues)
+    why = rule.why.format(names=", ".join(names))
+    members = [
+        number
+        for number, change in enumerate(changes)
+        if number in queues or (_under(change.symbol, rule.path) and routes[number].route in {PATCH, FORK})
+    ]
+    for number in members:
+        routes[number] = router.seam_route(seam, why, cls=names[0], joins=number not in queues)
+    return [Feature(tuple(members), "request_queues", rule.evidence, names)]

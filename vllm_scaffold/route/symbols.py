@@ -48,14 +48,19 @@ class Entry:
 
 
 def route_all(
-    router: Router, changes: list[tuple[str, Change, ast.Module | None]], history: History | None = None
+    router: Router,
+    changes: list[tuple[str, Change, ast.Module | None]],
+    history: History | None = None,
+    fork_trees: dict[str, ast.Module] | None = None,
 ) -> tuple[list[Entry], list[Feature]]:
     """Every change with its route: first what each says about itself, then new code that only serves
-    other changes takes their route, then what is left."""
+    other changes takes their route, then what is left. `fork_trees` holds the fork's modules by path (the
+    `APIRouter(prefix=...)` a route is declared on)."""
     routes: dict[int, Route | None] = {}
     callers = rpc_callers([change for _p, change, _b in changes])
-    for number, (_path, change, base_ast) in enumerate(changes):
-        routes[number] = rpc_route(router, change, callers) or _direct(router, change, base_ast)
+    trees = fork_trees or {}
+    for number, (path, change, base_ast) in enumerate(changes):
+        routes[number] = rpc_route(router, change, callers) or _direct(router, change, base_ast, trees.get(path))
     users: dict[str, list[int]] = {}  # name -> the changes that mention it
     for number, (_path, change, _b) in enumerate(changes):
         if change.fork is not None:
@@ -110,7 +115,9 @@ def route_all(
     return _merge_components(entries), named
 
 
-def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Route | None:
+def _direct(
+    router: Router, change: Change, base_ast: ast.Module | None, fork_ast: ast.Module | None = None
+) -> Route | None:
     """The route a change has by itself; None for new code whose route is that of the code using it."""
     reasons = router.routes
     module, key, kind = change.module, change.key, change.kind
@@ -132,8 +139,8 @@ def _direct(router: Router, change: Change, base_ast: ast.Module | None) -> Rout
         )
     if node is not None and kind in {FUNCTION, METHOD} and change.change != REMOVED:
         # a route vLLM's server already has, changed, is vLLM's handler: a patch, not a route of the plugin's
-        known = set(_declared_routes(base_node)) if base_node is not None else set()
-        routes = [route for route in _declared_routes(node) if route not in known]
+        known = set(_declared_routes(base_node, base_ast)) if base_node is not None else set()
+        routes = [route for route in _declared_routes(node, fork_ast) if route not in known]
         if routes:
             endpoint = router.routes.seam_for("http_routes")
             prefix = "/" + routes[0].split(" ", 1)[1].strip("/").split("/")[0]
@@ -211,10 +218,13 @@ def _binds_a_name(node: ast.AST | None) -> bool:
     return any(isinstance(t, ast.Name) for t in [*targets, *unpacked])
 
 
-def _declared_routes(node: ast.AST) -> list[str]:
+def _declared_routes(node: ast.AST, tree: ast.Module | None) -> list[str]:
+    """The routes `node` declares, prefixed as its module's routers (`APIRouter(prefix=...)`) say."""
     from vllm_scaffold.vllm_facts.routes import declared_routes
 
-    module = ast.Module(body=[node], type_ignores=[])  # type: ignore[list-item]
+    # the module's own statements (its routers and string constants) before the function
+    prelude = [s for s in tree.body if isinstance(s, ast.Assign | ast.AnnAssign)] if tree is not None else []
+    module = ast.Module(body=[*prelude, node], type_ignores=[])  # type: ignore[list-item]
     return [route for route, _ in declared_routes(module)]
 
 

@@ -188,7 +188,12 @@ _HEADINGS = {
     SETTING: "settings (a plugin reads these keys from --additional-config):",
     FORK: "stays a fork:",
 }
-_FEATURE_TITLES = {"request_fields": "request fields", "engine_arguments": "settings"}
+_FEATURE_TITLES = {
+    "request_fields": "request fields",
+    "engine_arguments": "settings",
+    "wiring": "wiring of",
+    "request_queues": "request queues",
+}
 # A plan item names this many of its symbols, then how many more.
 _SHOWN = 4
 
@@ -268,7 +273,8 @@ def _compare(
             if base_ast is None and change.kind == VALUE:
                 continue  # a new module's values come with its classes and functions
             changes.append((path, change, base_ast))
-    routed, result.features = route_all(router, changes, history)
+    fork_trees = {p: f for p, _b, f in changed if f is not None}
+    routed, result.features = route_all(router, changes, history, fork_trees)
     result.entries.extend(routed)
     result.outside = _outside(sorted(p for p in fork.paths if not p.startswith("vllm/")))
     return result
