@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import HANDWRITTEN_PYPROJECT, run_cli, snapshot
 from vllm_scaffold import HARNESS_REQUIREMENT, harness_requirement
 
@@ -266,3 +268,22 @@ def test_a_second_general_plugin_does_not_take_the_name_of_the_first(handwritten
     }
     plugin_module = (handwritten / "src/handmade_kernels/vllm_plugin.py").read_text()
     assert "entry point `handmade_kernels_components`" in " ".join(plugin_module.split())
+
+
+def test_add_renders_against_the_range_the_author_narrowed(tmp_path: Path) -> None:
+    """A patch target only part of the default range has: refused with the narrower range to declare, then
+    taken once the author declares it in [tool.vllm-scaffold] vllm (the base snapshot renders against it too)."""
+    project = tmp_path / "narrowed"
+    assert run_cli("new", "general-plugin", "narrowed", "--dest", str(project), "--defaults").exit_code == 0
+    target = "--data=target=vllm.v1.sample.sampler:Sampler.apply_temperature"
+    refused = run_cli("add", "patch", "temperature", "--project", str(project), "--defaults", target)
+    if refused.exit_code == 0:
+        pytest.skip("every release of the default range has the target")
+    narrower = refused.stderr.split("narrow the package's vllm range to '")[1].split("'")[0]
+    pyproject = project / "pyproject.toml"
+    text = pyproject.read_text()
+    declared = tomllib.loads(text)["tool"]["vllm-scaffold"]["vllm"]
+    pyproject.write_text(text.replace(f'vllm = "{declared}"', f'vllm = "{narrower}"'))
+    added = run_cli("add", "patch", "temperature", "--project", str(project), "--defaults", target)
+    assert added.exit_code == 0, added.output
+    assert (project / "src/narrowed/temperature/patch.py").is_file()

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import tomlkit
+
 from vllm_scaffold.generate.changeset import Changeset
 from vllm_scaffold.generate.component import ANSWERS_DIR
 from vllm_scaffold.project import Project
@@ -59,6 +61,7 @@ def plan_on_base(project: Project, change: Callable[[Changeset, Project], None])
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-base-") as scratch:
         copy = Path(scratch) / "base"
         shutil.copytree(base, copy)
+        _declare_range(copy / "pyproject.toml", project.manifest.get("vllm"))
         scratch_changes = Changeset(copy, project.package)
         change(scratch_changes, Project.load(copy))
         scratch_changes.check()
@@ -70,3 +73,17 @@ def plan_on_base(project: Project, change: Callable[[Changeset, Project], None])
     for relpath, (_, after) in scratch_changes.edited.items():
         changes.edit(f"{BASE_DIR}/{relpath}", after, checked=True)
     return changes
+
+
+def _declare_range(pyproject: Path, declared: object) -> None:
+    """The project's vLLM range (`[tool.vllm-scaffold] vllm`, which its author may have narrowed since the
+    snapshot) in the scratch base's pyproject.toml, so that the base renders the component against the same
+    releases the project does."""
+    if declared is None or not pyproject.is_file():
+        return
+    document = tomlkit.parse(pyproject.read_text(encoding="utf-8"))
+    table = document.get("tool", {}).get("vllm-scaffold")
+    if table is None or table.get("vllm") == declared:
+        return
+    table["vllm"] = declared
+    pyproject.write_text(tomlkit.dumps(document), encoding="utf-8")
