@@ -267,18 +267,6 @@ _SHADOWING = (
 )
 
 
-@check("model-shadows-in-tree", "quant-shadows-in-tree")
-def in_tree_names_shadowed(target: Target) -> list[Finding]:
-    ctx = target.environment
-    if not ctx.vllm.present:
-        return []
-    return [
-        Finding(code, call.where, what.format(name=name), fix)
-        for registering, argument, in_tree, code, what, fix in _SHADOWING
-        for call, name in _registered_names_in(ctx, registering, argument, in_tree())
-    ]
-
-
 def _popped_registry_names(ctx: Context) -> set[str]:
     """Names the package removes from a registry (`X._registry.pop("Name")`, `del X._registry["Name"]`), which
     makes registering the same name again legitimate."""
@@ -328,14 +316,19 @@ _TAKEN = (
 )
 
 
-@check("kv-connector-name-taken", "offloading-spec-name-taken")
-def registered_names_taken(target: Target) -> list[Finding]:
-    """A KV connector or offloading spec registered under a name vLLM registers itself: the factory raises."""
+@check("model-shadows-in-tree", "quant-shadows-in-tree", "kv-connector-name-taken", "offloading-spec-name-taken")
+def in_tree_names_registered(target: Target) -> list[Finding]:
+    """A name vLLM registers itself, registered again: a model or quantization method silently replaced
+    (`_SHADOWING`), a KV connector or offloading spec whose factory raises (`_TAKEN`)."""
     ctx = target.environment
     if not ctx.vllm.present:
         return []
+    findings = [
+        Finding(code, call.where, what.format(name=name), fix)
+        for registering, argument, in_tree, code, what, fix in _SHADOWING
+        for call, name in _registered_names_in(ctx, registering, argument, in_tree())
+    ]
     popped = _popped_registry_names(ctx)
-    findings = []
     for registering, in_tree, code, what, fix in _TAKEN:
         for call, name in _registered_names_in(ctx, registering, "name", in_tree() - popped):
             caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
