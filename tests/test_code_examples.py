@@ -8,8 +8,9 @@ that tests/test_releases.py expects the code from on a release. An example's cod
 notes, are lines of one of the fixture's files, in order; a line `...` skips lines, `...` inside a line stands
 for any text, and the fixture's package name reads as `my_plugin`. An example that shows a run (`$ ...` then
 doctor's output) is run here with the same allow-list and must report its code, each part of an output line
-between `...` being in the finding. The codes without such a fixture are listed with the reason
-(NO_EXAMPLE_FIXTURE).
+between `...` being in the finding. The environment codes' examples are the sources of, or doctor's findings on,
+two plugins installed side by side (tests/clashing_site.py); `vllm-not-installed`'s is run with vLLM hidden.
+The codes without such a fixture are listed with the reason (NO_EXAMPLE_FIXTURE).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from test_releases import EXPECTED as RELEASE_EXPECTED
 from test_releases import FIXTURES as RELEASE_FIXTURES
 
 from scripts import facts_docs
+from tests import clashing_site
 from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.reading import context
+from vllm_scaffold.doctor.reading.installed import InstalledVllm
 from vllm_scaffold.doctor.report import codes
-from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts import facts
 
@@ -34,18 +38,13 @@ FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 SEVERITIES = ("error", "warning", "info")
 
 # Codes whose example no fixture holds, and where the code is checked instead.
-_ENVIRONMENT = "about the plugins installed together: tests/test_doctor_reading.py checks it on an installed site"
 NO_EXAMPLE_FIXTURE = {
-    "vllm-not-installed": "needs an environment without vLLM: tests/test_doctor_reading.py",
     "ray-every-node": "needs a Ray cluster: tests/test_doctor_ray.py",
     "ray-worker-missing-plugin": "observed on a Ray worker by the live probe: tests/test_doctor_ray.py",
-    "env-platforms-conflict": _ENVIRONMENT,
-    "env-platforms-several": _ENVIRONMENT,
-    "env-custom-attention-twice": _ENVIRONMENT,
-    "env-kv-connector-twice": _ENVIRONMENT,
-    "env-quantization-twice": _ENVIRONMENT,
-    "env-plugins-drops": _ENVIRONMENT,
 }
+# Codes whose example is checked on a site of installed plugins (tests/clashing_site.py) or in an environment
+# without vLLM, by the tests at the end of this file.
+ELSEWHERE = clashing_site.ENVIRONMENT_CODES | {"vllm-not-installed"}
 
 
 def release_fixture(code: str) -> Path | None:
@@ -125,13 +124,15 @@ def missing_chunks(example: str, root: Path) -> list[list[str]]:
 def test_every_code_has_an_example_fixture_or_a_reason(variants: Path) -> None:
     assert set(NO_EXAMPLE_FIXTURE) <= set(codes.codes()), set(NO_EXAMPLE_FIXTURE) - set(codes.codes())
     for code in codes.codes():
+        if code in ELSEWHERE:
+            continue
         has = fixture_of(code, variants) is not None
         assert has != (code in NO_EXAMPLE_FIXTURE), f"{code}: a fixture and a reason, or neither"
         if has and release_fixture(code) is None:
             assert code in STATIC or code in LIVE_ONLY, f"{code}: tests/test_doctor.py does not run its fixture"
 
 
-@pytest.mark.parametrize("code", sorted(set(codes.codes()) - set(NO_EXAMPLE_FIXTURE)))
+@pytest.mark.parametrize("code", sorted(set(codes.codes()) - set(NO_EXAMPLE_FIXTURE) - ELSEWHERE))
 def test_example_is_an_excerpt_of_its_fixture(code: str, variants: Path) -> None:
     example = codes.codes()[code].example
     root = fixture_of(code, variants)
@@ -151,7 +152,9 @@ def _run_allow_list(command: str) -> str | None:
 
 
 RUNS = sorted(
-    code for code, entry in codes.codes().items() if "\n$ " in "\n" + entry.example and code not in NO_EXAMPLE_FIXTURE
+    code
+    for code, entry in codes.codes().items()
+    if "\n$ " in "\n" + entry.example and code not in NO_EXAMPLE_FIXTURE.keys() | ELSEWHERE
 )
 
 
@@ -181,6 +184,61 @@ def test_an_example_not_in_its_fixture_is_found(tmp_path: Path) -> None:
     assert not missing_chunks("def register() -> None:   # a note\n    ...\n", root)
     assert missing_chunks("def register() -> None:\n    raise RuntimeError()\n", root)
     assert example_chunks("$ VLLM_PLUGINS= vllm-scaffold doctor .\nerror  plugins-empty  ...") == []
+
+
+def _shows(shown: str, text: str) -> bool:
+    """Whether each part of `shown` between `...` stands in `text`, in order."""
+    return re.search(".*".join(re.escape(part.strip()) for part in shown.split("...")), text) is not None
+
+
+@pytest.fixture(scope="module")
+def site_findings(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str, str]]:
+    """The clashing site's sources (with the examples' names), and its environment findings as
+    `where: message` with the examples' names: with the live probe, and without it for the code only a
+    static reading reports (two platforms installed, detectors not run)."""
+    site = clashing_site.build(tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("sources"))
+    live = clashing_site.live_findings(site)
+    static = diagnose_installed(live=False, environ=clashing_site.environ_for(site)).environment.findings
+    found = {}
+    for finding in [*live, *static]:
+        text = f"{finding.where}: {finding.message}"
+        for ours, theirs in clashing_site.EXAMPLE_NAMES.items():
+            text = text.replace(ours, theirs)
+        found.setdefault(finding.code, text)
+    return clashing_site.sources(site), found
+
+
+@pytest.mark.parametrize("code", sorted(clashing_site.ENVIRONMENT_CODES))
+def test_an_environment_example_is_shown_by_the_clashing_site(
+    code: str, site_findings: tuple[list[str], dict[str, str]]
+) -> None:
+    """A code example is lines of the two plugins' sources; an output example is doctor's finding on them."""
+    sources, found = site_findings
+    assert code in found, f"{code}: doctor does not report it on the clashing site: {sorted(found)}"
+    entry = codes.codes()[code]
+    if entry.lang == "python":
+        lines = [[line for line in code_lines(text) if line] for text in sources]
+        for chunk in example_chunks(entry.example):
+            assert any(
+                all(_matches(want, have) for want, have in zip(chunk, file[i : i + len(chunk)], strict=True))
+                for file in lines
+                for i in range(len(file) - len(chunk) + 1)
+            ), f"{code}: {chunk} is in neither plugin"
+    else:
+        for line in filter(None, entry.example.splitlines()):
+            assert _shows(line, found[code]), f"{code}: {line!r} is not what doctor reports: {found[code]}"
+
+
+def test_the_example_without_vllm_is_what_doctor_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(context, "installed_vllm", lambda: InstalledVllm(None, None, None))
+    example = codes.codes()["vllm-not-installed"].example
+    assert any(line.startswith("$ vllm-scaffold doctor .") for line in example.splitlines())
+    report = diagnose(FIXTURES / "custom-op-unknown-target", vllm_plugins=None)
+    [finding] = report.findings
+    [shown] = [line for line in example.splitlines() if line.startswith(SEVERITIES)]
+    severity, code, rest = shown.split(maxsplit=2)
+    assert (finding.severity.value, finding.code) == (severity, code)
+    assert _shows(rest, f"{finding.where}  {finding.message}"), f"{rest!r} is not what doctor says: {finding}"
 
 
 # -- what the examples say about vLLM's API, per release -------------------------------------------------------

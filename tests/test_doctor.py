@@ -22,9 +22,9 @@ from pathlib import Path
 import doctor_fixtures
 import doctor_variants
 import pytest
-from test_doctor_reading import ENVIRONMENT_CODES
 
 from scripts.doctor_docs import DOCS, docs_with_codes
+from tests.clashing_site import ENVIRONMENT_CODES
 from tests.helpers import once_per_run, run_cli
 from vllm_scaffold.doctor.live import probe_ray
 from vllm_scaffold.doctor.reading import installed

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_file_tree, run_cli
+from tests.clashing_site import ENVIRONMENT_CODES, LIVE_PLUGINS, environ_for
+from tests.clashing_site import build as build_clashing_site
+from tests.helpers import run_cli
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.project import Project, read_project
 from vllm_scaffold_testing import engine
@@ -34,14 +36,6 @@ EXPECTED = {
     "maturin": (2, 1, ["pyproject.toml"], set()),
     "namespace": (1, 1, ["pyproject.toml"], set()),
     "requirements-pins": (2, 1, ["pyproject.toml", "requirements.txt"], {"vllm-version-outside-range"}),
-}
-ENVIRONMENT_CODES = {
-    "env-platforms-conflict",
-    "env-platforms-several",
-    "env-custom-attention-twice",
-    "env-kv-connector-twice",
-    "env-quantization-twice",
-    "env-plugins-drops",
 }
 
 
@@ -138,66 +132,14 @@ def test_unknown_target_is_a_one_line_error() -> None:
     assert "no directory, archive or installed distribution named 'fx-not-installed-anywhere'" in result.output
 
 
-def _clashing_plugin(name: str) -> dict[str, str]:
-    """Plugin fx-env-NAME: its general plugin and platform detector claim what the other one claims too."""
-    package = f"fx_env_{name}"
-    pyproject = f"""
-        [build-system]
-        requires = ["hatchling>=1.21"]
-        build-backend = "hatchling.build"
-
-        [project]
-        name = "fx-env-{name}"
-        version = "0.1.0"
-
-        [project.entry-points."vllm.general_plugins"]
-        {package} = "{package}.plugin:register"
-
-        [project.entry-points."vllm.platform_plugins"]
-        {package}_platform = "{package}.plugin:detect"
-
-        [tool.hatch.build.targets.wheel]
-        packages = ["src/{package}"]
-        """
-    plugin = f'''
-        """The general plugin and the platform detector, both claiming what the other package claims too."""
-
-
-        def detect() -> str | None:
-            """Claims every machine."""
-            return "{package}.platform.FxPlatform"
-
-
-        def register() -> None:
-            from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
-            from vllm.model_executor.layers.quantization import register_quantization_config
-            from vllm.v1.attention.backends.registry import AttentionBackendEnum, register_backend
-
-            register_backend(AttentionBackendEnum.CUSTOM, class_path="{package}.backend.Backend")
-            KVConnectorFactory.register_connector("FxSharedConnector", "{package}.connector", "Connector")
-            register_quantization_config("fx_shared_quant")(object)
-        '''
-    return {
-        "pyproject.toml": pyproject,
-        f"src/{package}/__init__.py": '"""One of two plugins installed side by side that claim the same things."""\n',
-        f"src/{package}/plugin.py": plugin,
-    }
-
-
 @pytest.fixture(scope="module")
 def clashing_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """fx-env-alpha and fx-env-beta installed side by side."""
-    site = tmp_path_factory.mktemp("clashing")
-    for name in ("alpha", "beta"):
-        install_privately(build_file_tree(_clashing_plugin(name), tmp_path_factory.mktemp(name)), site)
-    return site
+    return build_clashing_site(tmp_path_factory.mktemp("clashing"), tmp_path_factory.mktemp("sources"))
 
 
 def test_installed_reports_what_clashes(clashing_site: Path) -> None:
-    environ = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
-    environ["PYTHONPATH"] = str(clashing_site)
-    plugins = "fx_env_alpha,fx_env_alpha_platform,fx_env_beta_platform"
-    result = diagnose_installed(live=True, vllm_plugins=plugins, environ=environ)
+    result = diagnose_installed(live=True, vllm_plugins=LIVE_PLUGINS, environ=environ_for(clashing_site))
     assert [r.package for r in result.packages] == ["fx-env-alpha", "fx-env-beta"]
     found = [f.as_json() for f in result.environment.findings]
     assert result.environment.codes == ENVIRONMENT_CODES - {"env-platforms-several"}, found
@@ -209,9 +151,7 @@ def test_installed_reports_what_clashes(clashing_site: Path) -> None:
 def test_installed_without_clashes_has_no_environment_finding(clashing_site: Path, tmp_path: Path) -> None:
     alone = tmp_path / "alone"
     shutil.copytree(clashing_site, alone, ignore=shutil.ignore_patterns("fx_env_beta*"))
-    environ = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
-    environ["PYTHONPATH"] = str(alone)
-    result = diagnose_installed(live=True, environ=environ)
+    result = diagnose_installed(live=True, environ=environ_for(alone))
     assert [r.package for r in result.packages] == ["fx-env-alpha"]
     assert not result.environment.findings
 
@@ -219,11 +159,9 @@ def test_installed_without_clashes_has_no_environment_finding(clashing_site: Pat
 def test_cli_installed_json(clashing_site: Path) -> None:
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if k not in {"VLLM_PLUGINS", "VLLM_TARGET_DEVICE"}}
-    env["PYTHONPATH"] = str(clashing_site)
     completed = subprocess.run(
         [sys.executable, "-m", "vllm_scaffold", "doctor", "--installed", "--no-live", "--json"],
-        env=env,
+        env=environ_for(clashing_site),
         capture_output=True,
         text=True,
         check=False,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import doctor_fixtures
 from test_doctor_ray import SHOWN as RAY_SHOWN
-from test_doctor_reading import ENVIRONMENT_CODES
 
+from tests.clashing_site import ENVIRONMENT_CODES
 from vllm_scaffold.doctor.report import codes
 
 
