@@ -9,8 +9,8 @@ notes, are lines of one of the fixture's files, in order; a line `...` skips lin
 for any text, and the fixture's package name reads as `my_plugin`. An example that shows a run (`$ ...` then
 doctor's output) is run here with the same allow-list and must report its code, each part of an output line
 between `...` being in the finding. The environment codes' examples are the sources of, or doctor's findings on,
-two plugins installed side by side (tests/clashing_site.py); `vllm-not-installed`'s is run with vLLM hidden.
-The codes without such a fixture are listed with the reason (NO_EXAMPLE_FIXTURE).
+two plugins installed side by side (tests/clashing_site.py); `vllm-not-installed`'s is run with vLLM hidden;
+the Ray codes' are run with RAY_ADDRESS set and made from a Ray probe's result (ELSEWHERE).
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ from test_releases import FIXTURES as RELEASE_FIXTURES
 from scripts import facts_docs
 from tests import clashing_site
 from vllm_scaffold import vllm_facts
+from vllm_scaffold.doctor.live.probe_ray import missing_in_workers, worker_entry_points
 from vllm_scaffold.doctor.reading import context
+from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm
+from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report import codes
 from vllm_scaffold.doctor.runner import diagnose, diagnose_installed
 from vllm_scaffold.errors import ScaffoldError
@@ -37,14 +40,9 @@ from vllm_scaffold.vllm_facts import facts
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 SEVERITIES = ("error", "warning", "info")
 
-# Codes whose example no fixture holds, and where the code is checked instead.
-NO_EXAMPLE_FIXTURE = {
-    "ray-every-node": "needs a Ray cluster: tests/test_doctor_ray.py",
-    "ray-worker-missing-plugin": "observed on a Ray worker by the live probe: tests/test_doctor_ray.py",
-}
-# Codes whose example is checked on a site of installed plugins (tests/clashing_site.py) or in an environment
-# without vLLM, by the tests at the end of this file.
-ELSEWHERE = clashing_site.ENVIRONMENT_CODES | {"vllm-not-installed"}
+# Codes whose example is checked by the tests at the end of this file instead: on a site of installed plugins
+# (tests/clashing_site.py), in an environment without vLLM, or against the Ray probe's result.
+ELSEWHERE = clashing_site.ENVIRONMENT_CODES | {"vllm-not-installed", "ray-every-node", "ray-worker-missing-plugin"}
 
 
 def release_fixture(code: str) -> Path | None:
@@ -121,18 +119,17 @@ def missing_chunks(example: str, root: Path) -> list[list[str]]:
     return [chunk for chunk in example_chunks(example) if not present(chunk)]
 
 
-def test_every_code_has_an_example_fixture_or_a_reason(variants: Path) -> None:
-    assert set(NO_EXAMPLE_FIXTURE) <= set(codes.codes()), set(NO_EXAMPLE_FIXTURE) - set(codes.codes())
+def test_every_code_has_an_example_fixture(variants: Path) -> None:
+    assert ELSEWHERE <= set(codes.codes()), ELSEWHERE - set(codes.codes())
     for code in codes.codes():
         if code in ELSEWHERE:
             continue
-        has = fixture_of(code, variants) is not None
-        assert has != (code in NO_EXAMPLE_FIXTURE), f"{code}: a fixture and a reason, or neither"
-        if has and release_fixture(code) is None:
+        assert fixture_of(code, variants) is not None, f"{code}: no fixture holds its example"
+        if release_fixture(code) is None:
             assert code in STATIC or code in LIVE_ONLY, f"{code}: tests/test_doctor.py does not run its fixture"
 
 
-@pytest.mark.parametrize("code", sorted(set(codes.codes()) - set(NO_EXAMPLE_FIXTURE) - ELSEWHERE))
+@pytest.mark.parametrize("code", sorted(set(codes.codes()) - ELSEWHERE))
 def test_example_is_an_excerpt_of_its_fixture(code: str, variants: Path) -> None:
     example = codes.codes()[code].example
     root = fixture_of(code, variants)
@@ -151,11 +148,7 @@ def _run_allow_list(command: str) -> str | None:
     return None
 
 
-RUNS = sorted(
-    code
-    for code, entry in codes.codes().items()
-    if "\n$ " in "\n" + entry.example and code not in NO_EXAMPLE_FIXTURE.keys() | ELSEWHERE
-)
+RUNS = sorted(code for code, entry in codes.codes().items() if "\n$ " in "\n" + entry.example and code not in ELSEWHERE)
 
 
 @pytest.mark.parametrize("code", RUNS)
@@ -235,10 +228,43 @@ def test_the_example_without_vllm_is_what_doctor_says(monkeypatch: pytest.Monkey
     assert any(line.startswith("$ vllm-scaffold doctor .") for line in example.splitlines())
     report = diagnose(FIXTURES / "custom-op-unknown-target", vllm_plugins=None)
     [finding] = report.findings
-    [shown] = [line for line in example.splitlines() if line.startswith(SEVERITIES)]
-    severity, code, rest = shown.split(maxsplit=2)
+    [(severity, code, rest)] = _shown_lines(example)
     assert (finding.severity.value, finding.code) == (severity, code)
     assert _shows(rest, f"{finding.where}  {finding.message}"), f"{rest!r} is not what doctor says: {finding}"
+
+
+def _shown_lines(example: str) -> list[tuple[str, str, str]]:
+    """(severity, code, the rest) of each line of doctor's output an example shows."""
+    return [tuple(line.split(maxsplit=2)) for line in example.splitlines() if line.startswith(SEVERITIES)]
+
+
+def test_the_ray_examples_are_what_doctor_says() -> None:
+    """ray-every-node's run is made as shown; ray-worker-missing-plugin's line is what doctor makes of a Ray
+    probe whose two workers did not import the plugin (the probe itself needs a cluster:
+    tests/test_doctor_ray.py starts one)."""
+    general_plugin = Path(__file__).resolve().parents[1] / "generated_examples" / "general-plugin"
+    example = codes.codes()["ray-every-node"].example
+    [command] = [line for line in example.splitlines() if line.startswith("$ ")]
+    address = re.search(r"RAY_ADDRESS=(\S+)", command)
+    assert address and "--no-live" in command
+    report = diagnose(general_plugin, live=False, environ={"RAY_ADDRESS": address[1]})
+    [(severity, code, rest)] = _shown_lines(example)
+    [finding] = [f for f in report.findings if f.code == code]
+    assert finding.severity.value == severity
+    assert _shows(rest, f"{finding.where}  {finding.message}"), f"{rest!r} is not what doctor says: {finding}"
+
+    [line] = codes.codes()["ray-worker-missing-plugin"].example.strip().splitlines()
+    ctx = Context.build(PluginPackage.load(general_plugin), None, {})
+    entry_points = worker_entry_points(ctx)
+    front_end = {"pid": 1, "host": "node-a", "imported": [True] * len(entry_points)}
+    workers = [
+        {"pid": 4242, "host": "node-b", "imported": [False]},
+        {"pid": 4243, "host": "node-c", "imported": [False]},
+    ]
+    result = {"cluster": "joined 10.0.0.5:6379", "front_end": front_end, "workers": workers}
+    [finding] = missing_in_workers(ctx, entry_points, result)
+    assert finding.code == "ray-worker-missing-plugin"
+    assert _shows(line, finding.message), f"{line!r} is not what doctor says: {finding.message}"
 
 
 # -- what the examples say about vLLM's API, per release -------------------------------------------------------
