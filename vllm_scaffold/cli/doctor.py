@@ -151,12 +151,13 @@ class Request:
         from vllm_scaffold.doctor import runner
 
         options: dict[str, str | None] = {} if self.plugins is None else {"vllm_plugins": self.plugins}
+        inventory = self.output == "json"  # the coupling surface is part of the JSON report only
         if self.releases:
-            return runner.diagnose_releases(Path(self.target), list(self.releases)), None
+            return runner.diagnose_releases(Path(self.target), list(self.releases), inventory=inventory), None
         if self.installed:
             environment = runner.diagnose_installed(live=self.live, **options)
             return [environment.environment, *environment.packages], environment
-        report = runner.diagnose(self.target, live=self.live, executor=self.executor, **options)
+        report = runner.diagnose(self.target, live=self.live, executor=self.executor, inventory=inventory, **options)
         return [report], report
 
     def show(self, reports: list[Report], whole: Report | EnvironmentReport | None) -> None:
