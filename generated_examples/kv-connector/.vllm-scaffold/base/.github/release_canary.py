@@ -7,10 +7,10 @@ Each check step saves its output and exit status under `canary/` and passes, so 
 step then opens an issue in this repository (or comments on the open one) when one failed, closes the open one
 when all pass, and fails the run when one failed.
 
-The doctor step also writes doctor's inventory of the vLLM names the plugin uses (the classes it derives
-from, the config classes it builds, what it patches, what it imports) between the release CI pins and the
-newest one: `canary/inventory/inventory.json` (uploaded with the run), and the entries that changed, which the
-issue lists under the failed checks.
+Given the release CI pins, the doctor step also saves doctor's coupling inventory of the plugin (the
+inventory of doctor's JSON report) between that release and the checked one, in
+canary/inventory/inventory.json (uploaded with the run), and the entries that changed, which the issue lists
+under the failed checks.
 
 Standard library only, so it runs before anything is installed. The hosting API is GitHub's REST API at
 $GITHUB_API_URL (set by the runner), authenticated with $GITHUB_TOKEN; $PYPI_URL (default https://pypi.org) is
@@ -110,8 +110,8 @@ def _place(place: dict[str, Any]) -> str:
 
 
 def body(checks: list[Check], run_url: str, changed: str = "") -> str:
-    """The issue or comment text: which checks failed, each with the end of its output, then what changed in
-    the vLLM names the plugin uses (`changed`, Markdown lines)."""
+    """The issue or comment text: which checks failed, each with the end of its output, then the inventory's
+    entries that changed (`changed`, Markdown lines)."""
     failed = [check for check in checks if not check.passed]
     lines = [f"The release canary failed in [this run]({run_url}):", ""]
     lines += [f"- {'failed' if not check.passed else 'passed'}: {check.title}" for check in checks]
@@ -125,7 +125,7 @@ def body(checks: list[Check], run_url: str, changed: str = "") -> str:
         ]
         lines += ["```", check.output[-TAIL:].rstrip(), "```"]
     if changed:
-        lines += ["", "### What changed in the vLLM names the plugin uses", "", changed.rstrip()]
+        lines += ["", "### What changed in the plugin's coupling inventory", "", changed.rstrip()]
     return "\n".join(lines) + "\n"
 
 
@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     doctor = step.add_parser("doctor", help="vllm-scaffold doctor against the newest published vLLM release")
     doctor.add_argument("--vllm", default="", help="the release to check (default: the newest on the index)")
     doctor.add_argument(
-        "--pinned", required=True, help="the release CI pins, which the inventory compares with"
+        "--pinned",
+        default="",
+        help="the release CI pins: also write the inventory between it and the one checked",
     )
     step.add_parser("check-update", help="vllm-scaffold check-update")
     step.add_parser("report", help="open, comment on or close the canary's issue")
@@ -208,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         release = args.vllm or newest_release("vllm")
         command = ["vllm-scaffold", "doctor", ".", "--vllm", release]
         run_check("doctor", f"vllm-scaffold doctor against vLLM {release} (the CUDA build's API)", command)
-        print(f"What changed between vLLM {args.pinned} and {release} in the vLLM names the plugin uses:")
-        print(write_inventory(args.pinned, release), end="")
+        if args.pinned:
+            print(f"What changed in the plugin's coupling inventory between {args.pinned} and {release}:")
+            print(write_inventory(args.pinned, release), end="")
     elif args.step == "check-update":
         run_check("check-update", "vllm-scaffold check-update", ["vllm-scaffold", "check-update"])
     else:
