@@ -134,4 +134,4 @@ def test_the_canary_writes_the_inventory_and_its_issue_lists_what_changed(
         )
         assert report.returncode == 1, report.stderr  # doctor found errors on 0.34.0
         [issue] = hosting.issues
-    assert "### What changed in the vLLM names the plugin uses" in issue["body"] and worker in issue["body"]
+    assert "### What changed in the plugin's coupling inventory" in issue["body"] and worker in issue["body"]
