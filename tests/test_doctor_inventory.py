@@ -177,3 +177,19 @@ def test_with_several_releases_each_entry_says_how_it_changed_between_each_and_t
     imports = names(inventory, "imports")
     assert imports["vllm.entrypoints.chat_utils.ChatCompletionMessageParam"]["changed"] == {"0.31.0->0.32.0": "removed"}
     assert imports["vllm.config.KVTransferConfig"]["changed"] == {}  # there on every release, the same class
+
+
+def test_without_vllm_installed_the_names_are_read_against_the_newest_indexed_release(
+    plugin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vllm_scaffold import vllm_facts
+    from vllm_scaffold.doctor.reading import context
+    from vllm_scaffold.doctor.reading.installed import InstalledVllm
+    from vllm_scaffold.doctor.runner import diagnose
+
+    monkeypatch.setattr(context, "installed_vllm", lambda: InstalledVllm(None, None, None))
+    report = diagnose(plugin, live=False, inventory=True)
+    assert report.vllm.startswith("no vLLM") and report.inventory is not None
+    inventory = report.inventory.as_json()
+    assert inventory["releases"] == [vllm_facts.shipped_versions()[-1]]
+    assert "vllm.v1.kv_offload.base.OffloadingWorker" in names(inventory, "bases")

@@ -175,7 +175,7 @@ def diagnose_package(
     index = installed.facts() if ctx.vllm.present else None
     report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
     if inventory:
-        report.inventory = coupling.inventory(package, [index or _shipped_indexes()[-1]])
+        report.inventory = coupling.inventory(package, [index or vllm_facts.shipped(vllm_facts.shipped_versions()[-1])])
     return report
 
 
