@@ -30,7 +30,7 @@ FILES = {
         from typing import TYPE_CHECKING
 
         import vllm.entrypoints.llm
-        from vllm.config import KVTransferConfig
+        from vllm.config import KVTransferConfig, get_current_vllm_config
         from vllm.entrypoints.chat_utils import ChatCompletionMessageParam
 
         from fx_inventory import offload
@@ -47,6 +47,7 @@ FILES = {
             vllm.entrypoints.llm.LLM.start_profile = start_profile
             setattr(vllm.entrypoints.llm, "FX_FLAG", True)
             offload.connect(KVTransferConfig(kv_connector="FxConnector", kv_role="kv_both", kv_rank=0))
+            offload.connect(get_current_vllm_config())
 
 
         def messages() -> list[ChatCompletionMessageParam]:
@@ -115,6 +116,8 @@ def test_the_json_report_lists_bases_configs_patches_and_imports_with_their_plac
     assert worker["overrides"] == ["get_finished", "submit_load"]
     assert "changed" not in worker  # one release: nothing to compare
 
+    # a function of vllm.config is no config class built
+    assert set(names(inventory, "configs_built")) == {"vllm.config.KVTransferConfig"}
     [built] = names(inventory, "configs_built")["vllm.config.KVTransferConfig"]["at"]
     assert built == {
         "module": "fx_inventory.plugin",
@@ -133,6 +136,7 @@ def test_the_json_report_lists_bases_configs_patches_and_imports_with_their_plac
     assert set(imports) == {
         "vllm.entrypoints.llm",
         "vllm.config.KVTransferConfig",
+        "vllm.config.get_current_vllm_config",
         "vllm.entrypoints.chat_utils.ChatCompletionMessageParam",
         "vllm.v1.core.sched.interface.SchedulerInterface",
         "vllm.v1.kv_offload.base.OffloadingWorker",

@@ -88,7 +88,7 @@ def inventory(package: PluginPackage, indexes: list[ReleaseIndex]) -> Inventory:
     _bases(classes, vllms, add)
     for module in package.parsed():
         table = classes.tables[module.name]
-        _configs(classes.index, module, table, vllms, add)
+        _configs(ordered, module, table, vllms, add)
         _patches(module, table, vllms, add)
         _imports(module, vllms, add)
     for component in declared_patches(package):
@@ -117,13 +117,19 @@ def _bases(classes: PluginClasses, vllms: Callable[[str | None], bool], add: Add
 
 
 def _configs(
-    index: ReleaseIndex, module: Module, table: dict[str, str], vllms: Callable[[str | None], bool], add: Add
+    indexes: list[ReleaseIndex], module: Module, table: dict[str, str], vllms: Callable[[str | None], bool], add: Add
 ) -> None:
+    """Calls of a class one of the releases defines in `vllm.config`."""
     for call in module.of_type(ast.Call):
         written = qualified(call.func, table)
-        if written is not None and vllms(written) and index.resolve(written).qualname.startswith(CONFIG_MODULES):
+        if written is not None and vllms(written) and any(_config_class(index, written) for index in indexes):
             keywords = [k.arg for k in call.keywords if k.arg is not None]
             add("configs_built", written, module, call, keywords=keywords).uses.update(keywords)
+
+
+def _config_class(index: ReleaseIndex, name: str) -> bool:
+    symbol = index.resolve(name)
+    return symbol.kind == "class" and symbol.qualname.startswith(CONFIG_MODULES)
 
 
 def _patches(module: Module, table: dict[str, str], vllms: Callable[[str | None], bool], add: Add) -> None:
