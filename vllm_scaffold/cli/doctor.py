@@ -75,12 +75,21 @@ def command(
             help="Fail only on findings FILE does not hold; when FILE does not exist, record today's findings in it.",
         ),
     ] = None,
+    record_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--record-baseline",
+            help="Add this run's findings that the --baseline FILE does not hold to it (another release's, say).",
+        ),
+    ] = False,
 ) -> None:
     """Check a plugin package against the installed vLLM. Exits 1 when there is an error."""
     from vllm_scaffold.cli.options import reporting
 
     with reporting():
-        request = Request.of(target, installed, output, as_json, live, plugins, executor, releases or [], baseline)
+        request = Request.of(
+            target, installed, output, as_json, live, plugins, executor, releases or [], baseline, record_baseline
+        )
         reports, whole = request.run()
     request.show(reports, whole)
     raise typer.Exit(1 if any(report.has_error for report in reports) else 0)
@@ -99,6 +108,7 @@ class Request:
     executor: str | None
     releases: tuple[str, ...]
     baseline: Path | None = None  # findings it holds are suppressed; recorded into it when it does not exist
+    record_baseline: bool = False  # add the run's findings the baseline does not hold to it
 
     @classmethod
     def of(
@@ -112,6 +122,7 @@ class Request:
         executor: str | None,
         releases: list[str],
         baseline: Path | None = None,
+        record_baseline: bool = False,
     ) -> Request:
         from vllm_scaffold.doctor.report.render import FORMATS
         from vllm_scaffold.errors import ScaffoldError
@@ -135,7 +146,9 @@ class Request:
             raise ScaffoldError(f"--installed checks the whole environment, not '{target}'", "drop one of them")
         if installed and releases:
             raise ScaffoldError("--vllm checks one package against releases, not the environment", "drop --installed")
-        return cls(target, installed, output, live, plugins, executor, tuple(releases), baseline)
+        if record_baseline and baseline is None:
+            raise ScaffoldError("--record-baseline records into the --baseline FILE", "pass --baseline FILE too")
+        return cls(target, installed, output, live, plugins, executor, tuple(releases), baseline, record_baseline)
 
     def run(self) -> tuple[list[Report], Report | EnvironmentReport | None]:
         """The reports, in the order shown, and the one object `--format json` prints (None for `--vllm`);
@@ -144,19 +157,20 @@ class Request:
         if self.baseline is not None:
             from vllm_scaffold.doctor.report.baseline import use
 
-            typer.echo(use(reports, self.baseline), err=True)
+            typer.echo(use(reports, self.baseline, record=self.record_baseline), err=True)
         return reports, whole
 
     def _diagnose(self) -> tuple[list[Report], Report | EnvironmentReport | None]:
         from vllm_scaffold.doctor import runner
 
         options: dict[str, str | None] = {} if self.plugins is None else {"vllm_plugins": self.plugins}
+        inventory = self.output == "json"  # the coupling surface is part of the JSON report only
         if self.releases:
-            return runner.diagnose_releases(Path(self.target), list(self.releases)), None
+            return runner.diagnose_releases(Path(self.target), list(self.releases), inventory=inventory), None
         if self.installed:
             environment = runner.diagnose_installed(live=self.live, **options)
             return [environment.environment, *environment.packages], environment
-        report = runner.diagnose(self.target, live=self.live, executor=self.executor, **options)
+        report = runner.diagnose(self.target, live=self.live, executor=self.executor, inventory=inventory, **options)
         return [report], report
 
     def show(self, reports: list[Report], whole: Report | EnvironmentReport | None) -> None:

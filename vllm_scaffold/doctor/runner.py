@@ -23,6 +23,7 @@ from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
 from vllm_scaffold.doctor.reading.package import PluginPackage
+from vllm_scaffold.doctor.report import inventory as coupling
 from vllm_scaffold.doctor.report import suppress
 from vllm_scaffold.doctor.report.findings import Finding, LiveProbe, ProbeState, Report
 from vllm_scaffold.errors import ScaffoldError
@@ -63,9 +64,10 @@ def diagnose(target: Path | str, *, environ: Mapping[str, str] | None = None, **
     return report
 
 
-def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
+def diagnose_releases(target: Path | str, specs: list[str], *, inventory: bool = False) -> list[Report]:
     """`doctor --vllm`: one report per release in `specs` (versions, wheels or source directories), in that
-    order, for the plugin `target` (a directory, a wheel or sdist, or an installed distribution's name)."""
+    order, for the plugin `target` (a directory, a wheel or sdist, or an installed distribution's name); with
+    `inventory`, each report holds the plugin's coupling surface across those releases."""
     with tempfile.TemporaryDirectory(prefix="vllm-scaffold-doctor-") as scratch:
         package = open_package(target, Path(scratch), search_path(os.environ))
         loaded: list[tuple[ReleaseIndex, float]] = []
@@ -86,6 +88,10 @@ def diagnose_releases(target: Path | str, specs: list[str]) -> list[Report]:
             report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
+        if inventory:
+            shared = coupling.inventory(package, indexes)
+            for report in reports:
+                report.inventory = shared
         return reports
 
 
@@ -120,10 +126,12 @@ def diagnose_package(
     environ: Mapping[str, str] | None = None,
     use_cache: bool = True,
     executor: str | None = None,
+    inventory: bool = False,
 ) -> Report:
     """Runs every check on a package already read. `live=None` probes when vLLM is installed (source
     directories and wheels only). `vllm_plugins` defaults to `environ`'s VLLM_PLUGINS. `executor="ray"` also
-    runs the plugin under vLLM's Ray executor (see probe_ray)."""
+    runs the plugin under vLLM's Ray executor (see probe_ray). `inventory` adds the plugin's coupling surface,
+    read against the installed vLLM (without one, the newest indexed release)."""
     started = time.perf_counter()
     environ = dict(os.environ if environ is None else environ)
     plugins = environ.get("VLLM_PLUGINS") if vllm_plugins is _UNSET else vllm_plugins
@@ -166,6 +174,8 @@ def diagnose_package(
             report.timings["live-ray"] = time.perf_counter() - probe_started - report.timings["live"]
     index = installed.facts() if ctx.vllm.present else None
     report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
+    if inventory:
+        report.inventory = coupling.inventory(package, [index or vllm_facts.shipped(vllm_facts.shipped_versions()[-1])])
     return report
 
 

@@ -49,7 +49,7 @@ def config_keywords(package: PluginPackage, index: ReleaseIndex) -> list[Finding
             if not index.resolve(written).qualname.startswith(CONFIG_MODULES):
                 continue
             replaced = _replaced_names(package) if replaced is None else replaced
-            accepted = _accepted(index, written, replaced)
+            accepted = accepted_keywords(index, written, replaced)
             if accepted is None:
                 continue
             guard = guards(module).get(id(call))
@@ -61,7 +61,7 @@ def config_keywords(package: PluginPackage, index: ReleaseIndex) -> list[Finding
     return findings
 
 
-def _accepted(index: ReleaseIndex, written: str, replaced: set[str]) -> set[str] | None:
+def accepted_keywords(index: ReleaseIndex, written: str, replaced: set[str]) -> set[str] | None:
     """Every keyword the config class `written` accepts in the release, or None when it is not one of vLLM's
     config classes whose fields the index knows in full."""
     symbol = index.resolve(written)

@@ -40,8 +40,12 @@ def as_json(report: Report | EnvironmentReport) -> str:
 
 
 def releases_as_json(reports: list[Report]) -> str:
-    """`doctor --vllm`: one report per release, in the order asked for."""
-    return json.dumps({"releases": [report.as_json() for report in reports]}, indent=2)
+    """`doctor --vllm`: one report per release, in the order asked for, then the inventory they share (how
+    the plugin's coupling surface changed between them) when there is one."""
+    releases = [report.as_json() for report in reports]
+    shared = [release.pop("inventory") for release in releases if "inventory" in release]
+    data = {"releases": releases} | ({"inventory": shared[0]} if shared else {})
+    return json.dumps(data, indent=2)
 
 
 def counts(report: Report) -> str:

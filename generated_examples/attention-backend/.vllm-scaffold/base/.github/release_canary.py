@@ -7,6 +7,11 @@ Each check step saves its output and exit status under `canary/` and passes, so 
 step then opens an issue in this repository (or comments on the open one) when one failed, closes the open one
 when all pass, and fails the run when one failed.
 
+Given the release CI pins, the doctor step also saves doctor's coupling inventory of the plugin (the
+inventory of doctor's JSON report) between that release and the checked one, in
+canary/inventory/inventory.json (uploaded with the run), and the entries that changed, which the issue lists
+under the failed checks.
+
 Standard library only, so it runs before anything is installed. The hosting API is GitHub's REST API at
 $GITHUB_API_URL (set by the runner), authenticated with $GITHUB_TOKEN; $PYPI_URL (default https://pypi.org) is
 where the newest release is looked up.
@@ -25,6 +30,13 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path("canary")
+INVENTORY = RESULTS / "inventory"  # a folder: the check results are canary/*.json
+INVENTORY_KINDS = {
+    "bases": "base class",
+    "configs_built": "config built",
+    "patch_targets": "patch target",
+    "imports": "import",
+}
 LABEL = "release-canary"
 TITLE = "Release canary: the newest vLLM breaks this plugin"
 # What the issue shows of a check's output: its end, where pytest and doctor summarise.
@@ -68,8 +80,38 @@ def load_checks(results: Path) -> list[Check]:
     return [Check(**json.loads(path.read_text(encoding="utf-8"))) for path in sorted(results.glob("*.json"))]
 
 
-def body(checks: list[Check], run_url: str) -> str:
-    """The issue or comment text: which checks failed, each with the end of its output."""
+def write_inventory(pinned: str, release: str) -> str:
+    """Doctor's inventory between the `pinned` release and `release`, saved under canary/inventory/; the
+    entries that changed, as Markdown lines (saved there too), or why there is none."""
+    command = ["vllm-scaffold", "doctor", ".", "--vllm", pinned, "--vllm", release, "--json"]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    INVENTORY.mkdir(parents=True, exist_ok=True)
+    try:
+        inventory = json.loads(completed.stdout)["inventory"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        problem = completed.stderr.strip()[-500:]
+        lines = [f"- `{' '.join(command)}` gave no inventory (exit code {completed.returncode}): {problem}"]
+    else:
+        (INVENTORY / "inventory.json").write_text(json.dumps(inventory, indent=1) + "\n", encoding="utf-8")
+        lines = [
+            f"- {INVENTORY_KINDS[kind]} `{entry['name']}` ({_place(entry['at'][0])}): {how}"
+            for kind in INVENTORY_KINDS
+            for entry in inventory[kind]
+            for how in entry.get("changed", {}).values()
+        ] or [f"- none of the vLLM names the plugin uses changed between {pinned} and {release}"]
+    text = "\n".join(lines) + "\n"
+    (INVENTORY / "changed.md").write_text(text, encoding="utf-8")
+    return text
+
+
+def _place(place: dict[str, Any]) -> str:
+    """Where the plugin uses a name: `file:line`, or the file alone (a patch declared in pyproject.toml)."""
+    return f"{place['file']}:{place['line']}" if place.get("line") else str(place["file"])
+
+
+def body(checks: list[Check], run_url: str, changed: str = "") -> str:
+    """The issue or comment text: which checks failed, each with the end of its output, then the inventory's
+    entries that changed (`changed`, Markdown lines)."""
     failed = [check for check in checks if not check.passed]
     lines = [f"The release canary failed in [this run]({run_url}):", ""]
     lines += [f"- {'failed' if not check.passed else 'passed'}: {check.title}" for check in checks]
@@ -82,6 +124,8 @@ def body(checks: list[Check], run_url: str) -> str:
             "",
         ]
         lines += ["```", check.output[-TAIL:].rstrip(), "```"]
+    if changed:
+        lines += ["", "### What changed in the plugin's coupling inventory", "", changed.rstrip()]
     return "\n".join(lines) + "\n"
 
 
@@ -121,7 +165,8 @@ def report(results: Path, hosting: Hosting, run_url: str) -> int:
         return 1
     issue = hosting.open_issue()
     if any(not check.passed for check in checks):
-        text = body(checks, run_url)
+        changed = results / "inventory" / "changed.md"
+        text = body(checks, run_url, changed.read_text(encoding="utf-8") if changed.is_file() else "")
         if issue is None:
             created = hosting.call("POST", "/issues", {"title": TITLE, "body": text, "labels": [LABEL]})
             print(f"opened issue #{created['number']}")
@@ -147,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     step.add_parser("tests", help="the in-engine tests on the installed vLLM")
     doctor = step.add_parser("doctor", help="vllm-scaffold doctor against the newest published vLLM release")
     doctor.add_argument("--vllm", default="", help="the release to check (default: the newest on the index)")
+    doctor.add_argument(
+        "--pinned",
+        default="",
+        help="the release CI pins: also write the inventory between it and the one checked",
+    )
     step.add_parser("check-update", help="vllm-scaffold check-update")
     step.add_parser("report", help="open, comment on or close the canary's issue")
     args = parser.parse_args(argv)
@@ -160,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         release = args.vllm or newest_release("vllm")
         command = ["vllm-scaffold", "doctor", ".", "--vllm", release]
         run_check("doctor", f"vllm-scaffold doctor against vLLM {release} (the CUDA build's API)", command)
+        if args.pinned:
+            print(f"What changed in the plugin's coupling inventory between {args.pinned} and {release}:")
+            print(write_inventory(args.pinned, release), end="")
     elif args.step == "check-update":
         run_check("check-update", "vllm-scaffold check-update", ["vllm-scaffold", "check-update"])
     else:
