@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import build_file_tree
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.proof.chain import prove
-from vllm_scaffold.doctor.proof.loaded import Reach, loading
+from vllm_scaffold.doctor.proof.loaded import Reach, loaded_bases, loading
 from vllm_scaffold.doctor.proof.provided import provided_names, provider
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report.findings import Finding, Severity
@@ -217,3 +217,62 @@ def test_code_loaded_after_a_version_pin_that_raises_is_reached_under_a_conditio
     }
     package = PluginPackage.load(build_file_tree(files, tmp_path))
     assert loading(package)["fx_proof.patches"].reach is Reach.CONDITIONAL
+
+
+PARSERS = {
+    "pyproject.toml": PYPROJECT,
+    "fx_proof/__init__.py": "",
+    "fx_proof/plugin.py": """
+        def register():
+            pass
+        """,
+    # a parser file for --tool-parser-plugin: it registers its class, so --tool-call-parser fx_calls selects it
+    "fx_proof/calls_parser.py": """
+        from vllm.entrypoints.gone import make_id
+        from vllm.tool_parsers import ToolParser, ToolParserManager
+
+
+        @ToolParserManager.register_module("fx_calls")
+        class FxToolParser(ToolParser):
+            pass
+        """,
+    # the plugin's copy of a vLLM parser, written over vLLM's own file: nothing registers this class, so no
+    # parser name selects it and no --tool-parser-plugin file is it
+    "fx_proof/overlay/copied_parser.py": """
+        from vllm.entrypoints.gone import make_id
+        from vllm.tool_parsers import ToolParser
+
+
+        class CopiedToolParser(ToolParser):
+            pass
+        """,
+}
+
+
+def test_a_parser_is_loaded_by_name_only_where_the_package_registers_it(tmp_path: Path) -> None:
+    package = PluginPackage.load(build_file_tree(PARSERS, tmp_path))
+    index = vllm_facts.shipped("0.32.0")
+    reach = loading(package, index=index)
+    assert reach["fx_proof.calls_parser"].reach is Reach.REACHED
+    assert "named with --tool-parser-plugin" in reach["fx_proof.calls_parser"].evidence
+    assert reach["fx_proof.overlay.copied_parser"].reach is Reach.UNREACHED
+    (registered, copied) = [
+        finding
+        for finding in diagnose_releases(package.root, ["0.32.0"])[0].findings
+        if finding.code == "vllm-import-missing"
+    ]
+    assert registered.location[0] == "fx_proof/calls_parser.py" and registered.severity is Severity.ERROR
+    assert copied.location[0] == "fx_proof/overlay/copied_parser.py" and copied.severity is Severity.WARNING
+
+
+# Every base class a release might load by a name, on any release the tool checks.
+_CANDIDATES = {entry.base for version in vllm_facts.checked_versions() for entry in loaded_bases(version).values()}
+
+
+@pytest.mark.parametrize("version", vllm_facts.checked_versions())
+def test_the_bases_loaded_by_name_are_the_release_s_own(version: str) -> None:
+    """The release fact lists, for each release, exactly the candidate bases that release defines as classes
+    (vLLM 0.34 removed the V1 logits-processor interface); the anchors that each is loaded are test_facts'."""
+    index = vllm_facts.shipped(version)
+    defined = {base for base in _CANDIDATES if index.resolve(base).kind == "class"}
+    assert set(loaded_bases(version)) == defined

@@ -12,7 +12,11 @@ never run. A package without a vLLM entry point is loaded by whoever imports it,
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
 `--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
-plugin paths): a module that defines a subclass of one of `LOADED_BY_NAME` is reached too.
+plugin paths): a module that defines a subclass of one of those bases is reached too. Which bases and options
+the checked release has is the release fact `classes-loaded-by-name` (facts.toml, its `loaded` table). A parser
+is selected by a name registered with its manager, never by its path: a parser subclass is reached by its
+option only when the package registers it (`@ToolParserManager.register_module(...)` on the class, or a
+registration call naming it); an unregistered one is a copy of a parser the plugin puts somewhere else.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from enum import StrEnum
 
 from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
-from vllm_scaffold.doctor.reading.source import aliases, qualified, resolve_relative
+from vllm_scaffold.doctor.reading.source import aliases, all_calls, qualified, resolve_relative
 from vllm_scaffold.vllm_facts import ReleaseIndex, facts
+from vllm_scaffold.vllm_facts.facts import LoadedByName
+from vllm_scaffold.vllm_facts.parsers import REGISTRATION_METHODS
 from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -42,19 +48,6 @@ def _is_release_condition(test: ast.expr) -> bool:
         isinstance(node, ast.Constant) and isinstance(node.value, str) and _VERSION_TEXT.fullmatch(node.value)
         for node in walk_nodes(test)
     )
-
-
-# vLLM's classes whose subclasses vLLM loads from a class path or file the user gives in an option, and the option.
-LOADED_BY_NAME = {
-    "vllm.v1.core.sched.interface.SchedulerInterface": "--scheduler-cls",
-    "vllm.v1.worker.worker_base.WorkerBase": "--worker-cls",
-    "vllm.v1.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
-    "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
-    "vllm.distributed.kv_transfer.kv_connector.v1.base.KVConnectorBase_V1": "kv_connector_module_path",
-    "vllm.v1.executor.abstract.Executor": "--distributed-executor-backend",
-    "vllm.tool_parsers.abstract_tool_parser.ToolParser": "--tool-parser-plugin",
-    "vllm.reasoning.abs_reasoning_parsers.ReasoningParser": "--reasoning-parser-plugin",
-}
 
 
 class Reach(StrEnum):
@@ -151,8 +144,54 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     return found
 
 
-def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
-    """The option vLLM loads a class of `module` by (one of LOADED_BY_NAME's bases among its ancestors), or None."""
+def loaded_bases(version: str | None) -> dict[str, LoadedByName]:
+    """vLLM's base classes whose subclasses `version` loads by a name the user gives, by qualified name."""
+    return {entry.base: entry for entry in facts.holding("classes-loaded-by-name", version).loaded}
+
+
+def _last_name(node: ast.expr) -> str:
+    """`ToolParserManager` of `ToolParserManager`, `abstract_tool_parser.ToolParserManager`."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _registers(call: ast.expr, registry: str) -> bool:
+    """`<registry>.register_module(...)` / `register_lazy_module(...)`."""
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in REGISTRATION_METHODS
+        and _last_name(call.func.value) == registry
+    )
+
+
+class _Registered:
+    """The names of the classes the package registers with each parser manager (read once, when asked)."""
+
+    def __init__(self, package: PluginPackage) -> None:
+        self.package = package
+        self._names: dict[str, frozenset[str]] | None = None
+
+    def has(self, node: ast.ClassDef, registry: str) -> bool:
+        if any(_registers(decorator, registry) for decorator in node.decorator_list):
+            return True
+        if self._names is None:
+            found: dict[str, set[str]] = {}
+            for call in all_calls(self.package, frozenset(REGISTRATION_METHODS)):
+                owner = (call.receiver or "").rpartition(".")[2]
+                for argument in [*call.args, *call.keywords.values()]:
+                    for part in ast.walk(argument):
+                        if isinstance(part, ast.Name | ast.Attribute):
+                            found.setdefault(owner, set()).add(_last_name(part))
+                        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+                            found.setdefault(owner, set()).add(re.split(r"[.:]", part.value)[-1])
+            self._names = {owner: frozenset(names) for owner, names in found.items()}
+        return node.name in self._names.get(registry, frozenset())
+
+
+def _loaded_by_name(module: Module, index: ReleaseIndex | None, registered: _Registered) -> str | None:
+    """The option vLLM loads a class of `module` by (one of the release's loaded bases among its ancestors, and
+    registered where vLLM selects it by a registered name), or None."""
+    bases = loaded_bases(index.version if index is not None else None)
     table = aliases(module)
     for node in module.of_type(ast.ClassDef):
         for base in node.bases if isinstance(node, ast.ClassDef) else ():
@@ -163,10 +202,11 @@ def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
             if index is not None and (symbol := index.resolve(name)).kind == "class":
                 ancestors += [cls.qualname for cls in index.mro(symbol)[0]]
             for ancestor in ancestors:
-                if ancestor in LOADED_BY_NAME:
-                    option = LOADED_BY_NAME[ancestor]
-                    loaded = facts.fact("classes-loaded-by-name").text()
-                    return f"{module.name}.{node.name} subclasses {ancestor}, named with {option}: {loaded}"
+                entry = bases.get(ancestor)
+                if entry is None or (entry.registry and not registered.has(node, entry.registry)):
+                    continue
+                loaded = facts.fact("classes-loaded-by-name").text()
+                return f"{module.name}.{node.name} subclasses {ancestor}, named with {entry.option}: {loaded}"
     return None
 
 
@@ -183,8 +223,9 @@ def loading(
     edges = {name: _edges(package, module) for name, module in package.modules.items() if module.tree is not None}
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
+    registered = _Registered(package)
     for name, module in package.modules.items():
-        if module.tree is not None and (by_name := _loaded_by_name(module, index)) is not None:
+        if module.tree is not None and (by_name := _loaded_by_name(module, index, registered)) is not None:
             found[name] = Loading(Reach.REACHED, by_name)
             queue.append(name)
     for root in sorted(roots):
