@@ -236,6 +236,26 @@ PARSERS = {
         class FxToolParser(ToolParser):
             pass
         """,
+    # a parser registered from a table another module loops over (that module is loaded in a way doctor does
+    # not follow): registered all the same
+    "fx_proof/tabled_parser.py": """
+        from vllm.tool_parsers import ToolParser
+
+
+        class TabledToolParser(ToolParser):
+            pass
+        """,
+    "fx_proof/parser_table.py": """
+        from fx_proof.tabled_parser import TabledToolParser
+        from vllm.tool_parsers import ToolParserManager
+
+        _PARSERS = {"fx_tabled": TabledToolParser}
+
+
+        def register_parsers():
+            for name, parser in _PARSERS.items():
+                ToolParserManager.register_lazy_module(name, parser.__module__, parser.__name__)
+        """,
     # the plugin's copy of a vLLM parser, written over vLLM's own file: nothing registers this class, so no
     # parser name selects it and no --tool-parser-plugin file is it
     "fx_proof/overlay/copied_parser.py": """
@@ -255,6 +275,7 @@ def test_a_parser_is_loaded_by_name_only_where_the_package_registers_it(tmp_path
     reach = loading(package, index=index)
     assert reach["fx_proof.calls_parser"].reach is Reach.REACHED
     assert "named with --tool-parser-plugin" in reach["fx_proof.calls_parser"].evidence
+    assert reach["fx_proof.tabled_parser"].reach is Reach.REACHED
     assert reach["fx_proof.overlay.copied_parser"].reach is Reach.UNREACHED
     (registered, copied) = [
         finding

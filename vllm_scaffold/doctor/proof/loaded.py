@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -165,7 +166,9 @@ def _registers(call: ast.expr, registry: str) -> bool:
 
 
 class _Registered:
-    """The names of the classes the package registers with each parser manager (read once, when asked)."""
+    """The names of the classes the package registers with each parser manager: every class a module that
+    calls the manager's registration names (`register_module(module=Cls)`, `register_lazy_module(name,
+    "pkg.mod", "Cls")`, a table of classes it loops over), read once, when asked."""
 
     def __init__(self, package: PluginPackage) -> None:
         self.package = package
@@ -175,17 +178,24 @@ class _Registered:
         if any(_registers(decorator, registry) for decorator in node.decorator_list):
             return True
         if self._names is None:
-            found: dict[str, set[str]] = {}
+            registering: dict[str, dict[str, Module]] = {}
             for call in all_calls(self.package, frozenset(REGISTRATION_METHODS)):
                 owner = (call.receiver or "").rpartition(".")[2]
-                for argument in [*call.args, *call.keywords.values()]:
-                    for part in ast.walk(argument):
-                        if isinstance(part, ast.Name | ast.Attribute):
-                            found.setdefault(owner, set()).add(_last_name(part))
-                        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
-                            found.setdefault(owner, set()).add(re.split(r"[.:]", part.value)[-1])
-            self._names = {owner: frozenset(names) for owner, names in found.items()}
+                registering.setdefault(owner, {})[call.module.name] = call.module
+            self._names = {owner: frozenset(_named(modules.values())) for owner, modules in registering.items()}
         return node.name in self._names.get(registry, frozenset())
+
+
+def _named(modules: Iterable[Module]) -> set[str]:
+    """Every name the modules' code mentions: names, attributes, and the last part of dotted strings."""
+    names: set[str] = set()
+    for module in modules:
+        for part in walk_nodes(module.tree) if module.tree is not None else ():
+            if isinstance(part, ast.Name | ast.Attribute):
+                names.add(_last_name(part))
+            elif isinstance(part, ast.Constant) and isinstance(part.value, str) and len(part.value) < 300:
+                names.add(re.split(r"[.:]", part.value)[-1])
+    return names
 
 
 def _loaded_by_name(module: Module, index: ReleaseIndex | None, registered: _Registered) -> str | None:
