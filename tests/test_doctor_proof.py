@@ -297,3 +297,52 @@ def test_the_bases_loaded_by_name_are_the_release_s_own(version: str) -> None:
     index = vllm_facts.shipped(version)
     defined = {base for base in _CANDIDATES if index.resolve(base).kind == "class"}
     assert set(loaded_bases(version)) == defined
+
+
+def _pinned(gate: str) -> dict[str, str]:
+    """A general plugin that imports its model module by name (a string), after `gate`."""
+    return {
+        "pyproject.toml": PYPROJECT,
+        "fx_proof/__init__.py": "",
+        "fx_proof/plugin.py": f"""
+            from importlib import import_module
+
+            import vllm
+
+
+            def register():
+                {gate}
+                module = import_module("fx_proof.model_0101")
+                module.apply()
+            """,
+        "fx_proof/model_0101.py": """
+            from vllm.gone import OldModel
+
+
+            def apply():
+                pass
+            """,
+    }
+
+
+@pytest.mark.parametrize(
+    ("gate", "reach"),
+    [
+        ("pass", Reach.REACHED),
+        (
+            'if vllm.__version__ >= "0.17.0":\n                    raise RuntimeError("fx needs vLLM < 0.17")',
+            Reach.CONDITIONAL,
+        ),
+    ],
+)
+def test_a_module_named_by_a_string_after_a_version_pin_is_reached_under_the_condition(
+    tmp_path: Path, gate: str, reach: Reach
+) -> None:
+    package = PluginPackage.load(build_file_tree(_pinned(gate), tmp_path))
+    found = loading(package)["fx_proof.model_0101"]
+    assert found.reach is reach
+    (finding,) = prove(package, [_finding("vllm-import-missing", "fx_proof/model_0101.py:1", "vllm.gone.OldModel")])
+    expected = Severity.ERROR if reach is Reach.REACHED else Severity.WARNING
+    assert finding.severity is expected
+    if reach is Reach.CONDITIONAL:
+        assert "named only under the plugin's own vLLM version condition (fx_proof/plugin.py:9)" in finding.message

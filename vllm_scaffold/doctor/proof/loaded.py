@@ -7,7 +7,8 @@ vLLM calls is not decided here) or names it in a string (`"pkg.mod.Class"`, `"pk
 platform returns and the registration tables general plugins loop over). An import under the importing
 module's own vLLM version condition reaches its module only on the releases that condition selects, which
 doctor does not evaluate: that module is reached under a condition, and so is one imported after such a
-condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`). Imports under `if TYPE_CHECKING:`
+condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`); a string naming a module there
+(`import_module("pkg.vllm0101")`) reaches it under that condition too. Imports under `if TYPE_CHECKING:`
 never run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
@@ -70,6 +71,7 @@ class _Edge:
     target: str
     where: str  # the import or string that names the target
     conditional: bool  # under the naming module's own vLLM version condition
+    condition: str = "is imported only under the plugin's own vLLM version condition"
 
 
 def _named_modules(package: PluginPackage, text: str) -> list[str]:
@@ -105,13 +107,17 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     """Every package module `module` imports or names, with where and whether only under a version condition."""
     found: list[_Edge] = []
 
-    def add(text: str, node: ast.AST, conditional: bool) -> None:
+    def add(text: str, node: ast.AST, conditional: bool, condition: str = _Edge.condition) -> None:
         for target in _named_modules(package, text):
             if target != module.name:
-                found.append(_Edge(target, module.where(node), conditional))
+                found.append(_Edge(target, module.where(node), conditional, condition))
 
-    def visit(statements: list[ast.stmt], conditional: bool) -> None:
+    conditional_lines: list[tuple[int, int]] = []  # the statements that run only under such a condition
+
+    def visit(statements: list[ast.stmt], conditional: bool, covered: bool = False) -> None:
         for stmt in statements:
+            if conditional and not covered:  # (a statement inside a recorded one is covered by it)
+                conditional_lines.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     add(alias.name, stmt, conditional)
@@ -122,17 +128,17 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
                     if alias.name != "*":
                         add(f"{source}.{alias.name}", stmt, conditional)
             elif isinstance(stmt, ast.If) and is_type_checking(stmt.test):
-                visit(stmt.orelse, conditional)
+                visit(stmt.orelse, conditional, covered or conditional)
                 continue
             inner = conditional or (isinstance(stmt, ast.If) and _is_release_condition(stmt.test))
             for field in ("body", "orelse", "finalbody"):
                 children = getattr(stmt, field, None)
                 if isinstance(children, list):
-                    visit([child for child in children if isinstance(child, ast.stmt)], inner)
+                    visit([child for child in children if isinstance(child, ast.stmt)], inner, covered or conditional)
             for handler in getattr(stmt, "handlers", ()):
-                visit(handler.body, inner)
+                visit(handler.body, inner, covered or conditional)
             for case in getattr(stmt, "cases", ()):
-                visit(case.body, inner)
+                visit(case.body, inner, covered or conditional)
             if _exits_on_some_release(stmt):
                 conditional = True  # `if <not the pinned release>: raise`: what follows runs on that release only
 
@@ -141,7 +147,11 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     for node in module.of_type(ast.Constant):
         value = node.value if isinstance(node, ast.Constant) else None
         if isinstance(value, str) and len(value) < 300 and _DOTTED.fullmatch(text := value.strip().replace(":", ".")):
-            add(text, node, False)
+            line = getattr(node, "lineno", 0)
+            if _named_modules(package, text) and any(first <= line <= last for first, last in conditional_lines):
+                add(text, node, True, "is named only under the plugin's own vLLM version condition")
+            else:
+                add(text, node, False)
     return found
 
 
@@ -255,7 +265,7 @@ def loading(
                 if conditional:
                     how = Loading(
                         Reach.CONDITIONAL,
-                        f"{edge.target} is imported only under the plugin's own vLLM version condition ({edge.where})",
+                        f"{edge.target} {edge.condition} ({edge.where})",
                     )
                 else:
                     how = Loading(Reach.REACHED, f"{edge.where} imports or names {edge.target}")
