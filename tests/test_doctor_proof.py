@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import build_file_tree
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.proof.chain import prove
-from vllm_scaffold.doctor.proof.loaded import Reach, loading
+from vllm_scaffold.doctor.proof.loaded import Reach, loaded_bases, loading
 from vllm_scaffold.doctor.proof.provided import provided_names, provider
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report.findings import Finding, Severity
@@ -217,3 +217,132 @@ def test_code_loaded_after_a_version_pin_that_raises_is_reached_under_a_conditio
     }
     package = PluginPackage.load(build_file_tree(files, tmp_path))
     assert loading(package)["fx_proof.patches"].reach is Reach.CONDITIONAL
+
+
+PARSERS = {
+    "pyproject.toml": PYPROJECT,
+    "fx_proof/__init__.py": "",
+    "fx_proof/plugin.py": """
+        def register():
+            pass
+        """,
+    # a parser file for --tool-parser-plugin: it registers its class, so --tool-call-parser fx_calls selects it
+    "fx_proof/calls_parser.py": """
+        from vllm.entrypoints.gone import make_id
+        from vllm.tool_parsers import ToolParser, ToolParserManager
+
+
+        @ToolParserManager.register_module("fx_calls")
+        class FxToolParser(ToolParser):
+            pass
+        """,
+    # a parser registered from a table another module loops over (that module is loaded in a way doctor does
+    # not follow): registered all the same
+    "fx_proof/tabled_parser.py": """
+        from vllm.tool_parsers import ToolParser
+
+
+        class TabledToolParser(ToolParser):
+            pass
+        """,
+    "fx_proof/parser_table.py": """
+        from fx_proof.tabled_parser import TabledToolParser
+        from vllm.tool_parsers import ToolParserManager
+
+        _PARSERS = {"fx_tabled": TabledToolParser}
+
+
+        def register_parsers():
+            for name, parser in _PARSERS.items():
+                ToolParserManager.register_lazy_module(name, parser.__module__, parser.__name__)
+        """,
+    # the plugin's copy of a vLLM parser, written over vLLM's own file: nothing registers this class, so no
+    # parser name selects it and no --tool-parser-plugin file is it
+    "fx_proof/overlay/copied_parser.py": """
+        from vllm.entrypoints.gone import make_id
+        from vllm.tool_parsers import ToolParser
+
+
+        class CopiedToolParser(ToolParser):
+            pass
+        """,
+}
+
+
+def test_a_parser_is_loaded_by_name_only_where_the_package_registers_it(tmp_path: Path) -> None:
+    package = PluginPackage.load(build_file_tree(PARSERS, tmp_path))
+    index = vllm_facts.shipped("0.32.0")
+    reach = loading(package, index=index)
+    assert reach["fx_proof.calls_parser"].reach is Reach.REACHED
+    assert "named with --tool-parser-plugin" in reach["fx_proof.calls_parser"].evidence
+    assert reach["fx_proof.tabled_parser"].reach is Reach.REACHED
+    assert reach["fx_proof.overlay.copied_parser"].reach is Reach.UNREACHED
+    (registered, copied) = [
+        finding
+        for finding in diagnose_releases(package.root, ["0.32.0"])[0].findings
+        if finding.code == "vllm-import-missing"
+    ]
+    assert registered.location[0] == "fx_proof/calls_parser.py" and registered.severity is Severity.ERROR
+    assert copied.location[0] == "fx_proof/overlay/copied_parser.py" and copied.severity is Severity.WARNING
+
+
+# Every base class a release might load by a name, on any release the tool checks.
+_CANDIDATES = {entry.base for version in vllm_facts.checked_versions() for entry in loaded_bases(version).values()}
+
+
+@pytest.mark.parametrize("version", vllm_facts.checked_versions())
+def test_the_bases_loaded_by_name_are_the_release_s_own(version: str) -> None:
+    """The release fact lists, for each release, exactly the candidate bases that release defines as classes
+    (vLLM 0.34 removed the V1 logits-processor interface); the anchors that each is loaded are test_facts'."""
+    index = vllm_facts.shipped(version)
+    defined = {base for base in _CANDIDATES if index.resolve(base).kind == "class"}
+    assert set(loaded_bases(version)) == defined
+
+
+def _pinned(gate: str) -> dict[str, str]:
+    """A general plugin that imports its model module by name (a string), after `gate`."""
+    return {
+        "pyproject.toml": PYPROJECT,
+        "fx_proof/__init__.py": "",
+        "fx_proof/plugin.py": f"""
+            from importlib import import_module
+
+            import vllm
+
+
+            def register():
+                {gate}
+                module = import_module("fx_proof.model_0101")
+                module.apply()
+            """,
+        "fx_proof/model_0101.py": """
+            from vllm.gone import OldModel
+
+
+            def apply():
+                pass
+            """,
+    }
+
+
+@pytest.mark.parametrize(
+    ("gate", "reach"),
+    [
+        ("pass", Reach.REACHED),
+        (
+            'if vllm.__version__ >= "0.17.0":\n                    raise RuntimeError("fx needs vLLM < 0.17")',
+            Reach.CONDITIONAL,
+        ),
+    ],
+)
+def test_a_module_named_by_a_string_after_a_version_pin_is_reached_under_the_condition(
+    tmp_path: Path, gate: str, reach: Reach
+) -> None:
+    package = PluginPackage.load(build_file_tree(_pinned(gate), tmp_path))
+    found = loading(package)["fx_proof.model_0101"]
+    assert found.reach is reach
+    (finding,) = prove(package, [_finding("vllm-import-missing", "fx_proof/model_0101.py:1", "vllm.gone.OldModel")])
+    expected = Severity.ERROR if reach is Reach.REACHED else Severity.WARNING
+    assert finding.severity is expected
+    if reach is Reach.CONDITIONAL:
+        assert "named only under the plugin's own vLLM version condition (fx_proof/plugin.py:9)" in finding.message

@@ -42,11 +42,21 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class LoadedByName:
+    """One of vLLM's base classes whose subclasses vLLM loads from a name the user gives in `option`."""
+
+    base: str  # the base class's qualified name
+    option: str
+    registry: str = ""  # the manager a subclass must be registered with to be selected ("": its own path selects it)
+
+
+@dataclass(frozen=True)
 class Holds:
     releases: tuple[str, ...]
     claim: str
     evidence: tuple[Evidence, ...]
     kinds: tuple[str, ...] = ()  # linear-kernel-kinds: the values themselves
+    loaded: tuple[LoadedByName, ...] = ()  # classes-loaded-by-name: the bases themselves
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ def facts() -> dict[str, Fact]:
                     h["claim"],
                     tuple(Evidence(**e) for e in h["evidence"]),
                     tuple(h.get("kinds", ())),
+                    tuple(LoadedByName(**entry) for entry in h.get("loaded", ())),
                 )
                 for h in table["holds"]
             ),

@@ -7,12 +7,17 @@ vLLM calls is not decided here) or names it in a string (`"pkg.mod.Class"`, `"pk
 platform returns and the registration tables general plugins loop over). An import under the importing
 module's own vLLM version condition reaches its module only on the releases that condition selects, which
 doctor does not evaluate: that module is reached under a condition, and so is one imported after such a
-condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`). Imports under `if TYPE_CHECKING:`
+condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`); a string naming a module there
+(`import_module("pkg.vllm0101")`) reaches it under that condition too. Imports under `if TYPE_CHECKING:`
 never run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
 `--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
-plugin paths): a module that defines a subclass of one of `LOADED_BY_NAME` is reached too.
+plugin paths): a module that defines a subclass of one of those bases is reached too. Which bases and options
+the checked release has is the release fact `classes-loaded-by-name` (facts.toml, its `loaded` table). A parser
+is selected by a name registered with its manager, never by its path: a parser subclass is reached by its
+option only when the package registers it (`@ToolParserManager.register_module(...)` on the class, or a
+registration call naming it); an unregistered one is a copy of a parser the plugin puts somewhere else.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
-from vllm_scaffold.doctor.reading.source import aliases, qualified, resolve_relative
+from vllm_scaffold.doctor.reading.source import aliases, all_calls, qualified, resolve_relative
 from vllm_scaffold.vllm_facts import ReleaseIndex, facts
+from vllm_scaffold.vllm_facts.facts import LoadedByName
+from vllm_scaffold.vllm_facts.parsers import REGISTRATION_METHODS
 from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -42,19 +50,6 @@ def _is_release_condition(test: ast.expr) -> bool:
         isinstance(node, ast.Constant) and isinstance(node.value, str) and _VERSION_TEXT.fullmatch(node.value)
         for node in walk_nodes(test)
     )
-
-
-# vLLM's classes whose subclasses vLLM loads from a class path or file the user gives in an option, and the option.
-LOADED_BY_NAME = {
-    "vllm.v1.core.sched.interface.SchedulerInterface": "--scheduler-cls",
-    "vllm.v1.worker.worker_base.WorkerBase": "--worker-cls",
-    "vllm.v1.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
-    "vllm.v1.worker.gpu.sample.logits_processor.interface.LogitsProcessor": "--logits-processors",
-    "vllm.distributed.kv_transfer.kv_connector.v1.base.KVConnectorBase_V1": "kv_connector_module_path",
-    "vllm.v1.executor.abstract.Executor": "--distributed-executor-backend",
-    "vllm.tool_parsers.abstract_tool_parser.ToolParser": "--tool-parser-plugin",
-    "vllm.reasoning.abs_reasoning_parsers.ReasoningParser": "--reasoning-parser-plugin",
-}
 
 
 class Reach(StrEnum):
@@ -76,6 +71,7 @@ class _Edge:
     target: str
     where: str  # the import or string that names the target
     conditional: bool  # under the naming module's own vLLM version condition
+    condition: str = "is imported only under the plugin's own vLLM version condition"
 
 
 def _named_modules(package: PluginPackage, text: str) -> list[str]:
@@ -111,13 +107,17 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     """Every package module `module` imports or names, with where and whether only under a version condition."""
     found: list[_Edge] = []
 
-    def add(text: str, node: ast.AST, conditional: bool) -> None:
+    def add(text: str, node: ast.AST, conditional: bool, condition: str = _Edge.condition) -> None:
         for target in _named_modules(package, text):
             if target != module.name:
-                found.append(_Edge(target, module.where(node), conditional))
+                found.append(_Edge(target, module.where(node), conditional, condition))
 
-    def visit(statements: list[ast.stmt], conditional: bool) -> None:
+    conditional_lines: list[tuple[int, int]] = []  # the statements that run only under such a condition
+
+    def visit(statements: list[ast.stmt], conditional: bool, covered: bool = False) -> None:
         for stmt in statements:
+            if conditional and not covered:  # (a statement inside a recorded one is covered by it)
+                conditional_lines.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     add(alias.name, stmt, conditional)
@@ -128,17 +128,17 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
                     if alias.name != "*":
                         add(f"{source}.{alias.name}", stmt, conditional)
             elif isinstance(stmt, ast.If) and is_type_checking(stmt.test):
-                visit(stmt.orelse, conditional)
+                visit(stmt.orelse, conditional, covered or conditional)
                 continue
             inner = conditional or (isinstance(stmt, ast.If) and _is_release_condition(stmt.test))
             for field in ("body", "orelse", "finalbody"):
                 children = getattr(stmt, field, None)
                 if isinstance(children, list):
-                    visit([child for child in children if isinstance(child, ast.stmt)], inner)
+                    visit([child for child in children if isinstance(child, ast.stmt)], inner, covered or conditional)
             for handler in getattr(stmt, "handlers", ()):
-                visit(handler.body, inner)
+                visit(handler.body, inner, covered or conditional)
             for case in getattr(stmt, "cases", ()):
-                visit(case.body, inner)
+                visit(case.body, inner, covered or conditional)
             if _exits_on_some_release(stmt):
                 conditional = True  # `if <not the pinned release>: raise`: what follows runs on that release only
 
@@ -147,12 +147,71 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
     for node in module.of_type(ast.Constant):
         value = node.value if isinstance(node, ast.Constant) else None
         if isinstance(value, str) and len(value) < 300 and _DOTTED.fullmatch(text := value.strip().replace(":", ".")):
-            add(text, node, False)
+            line = getattr(node, "lineno", 0)
+            if _named_modules(package, text) and any(first <= line <= last for first, last in conditional_lines):
+                add(text, node, True, "is named only under the plugin's own vLLM version condition")
+            else:
+                add(text, node, False)
     return found
 
 
-def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
-    """The option vLLM loads a class of `module` by (one of LOADED_BY_NAME's bases among its ancestors), or None."""
+def loaded_bases(version: str | None) -> dict[str, LoadedByName]:
+    """vLLM's base classes whose subclasses `version` loads by a name the user gives, by qualified name."""
+    return {entry.base: entry for entry in facts.holding("classes-loaded-by-name", version).loaded}
+
+
+def _last_name(node: ast.expr) -> str:
+    """`ToolParserManager` of `ToolParserManager`, `abstract_tool_parser.ToolParserManager`."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _registers(call: ast.expr, registry: str) -> bool:
+    """`<registry>.register_module(...)` / `register_lazy_module(...)`."""
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in REGISTRATION_METHODS
+        and _last_name(call.func.value) == registry
+    )
+
+
+class _Registered:
+    """The names of the classes the package registers with each parser manager: every class a module that
+    calls the manager's registration names (`register_module(module=Cls)`, `register_lazy_module(name,
+    "pkg.mod", "Cls")`, a table of classes it loops over), read once, when asked."""
+
+    def __init__(self, package: PluginPackage) -> None:
+        self.package = package
+        self._names: dict[str, frozenset[str]] | None = None
+
+    def has(self, node: ast.ClassDef, registry: str) -> bool:
+        if any(_registers(decorator, registry) for decorator in node.decorator_list):
+            return True
+        if self._names is None:
+            registering: dict[str, dict[str, Module]] = {}
+            for call in all_calls(self.package, frozenset(REGISTRATION_METHODS)):
+                owner = (call.receiver or "").rpartition(".")[2]
+                registering.setdefault(owner, {})[call.module.name] = call.module
+            self._names = {owner: frozenset(_named(modules.values())) for owner, modules in registering.items()}
+        return node.name in self._names.get(registry, frozenset())
+
+
+def _named(modules: Iterable[Module]) -> set[str]:
+    """Every name the modules' code mentions: names, attributes, and the last part of dotted strings."""
+    names: set[str] = set()
+    for module in modules:
+        for part in walk_nodes(module.tree) if module.tree is not None else ():
+            if isinstance(part, ast.Name | ast.Attribute):
+                names.add(_last_name(part))
+            elif isinstance(part, ast.Constant) and isinstance(part.value, str) and len(part.value) < 300:
+                names.add(re.split(r"[.:]", part.value)[-1])
+    return names
+
+
+def _loaded_by_name(module: Module, index: ReleaseIndex | None, registered: _Registered) -> str | None:
+    """The option vLLM loads a class of `module` by (one of the release's loaded bases among its ancestors, and
+    registered where vLLM selects it by a registered name), or None."""
+    bases = loaded_bases(index.version if index is not None else None)
     table = aliases(module)
     for node in module.of_type(ast.ClassDef):
         for base in node.bases if isinstance(node, ast.ClassDef) else ():
@@ -163,10 +222,11 @@ def _loaded_by_name(module: Module, index: ReleaseIndex | None) -> str | None:
             if index is not None and (symbol := index.resolve(name)).kind == "class":
                 ancestors += [cls.qualname for cls in index.mro(symbol)[0]]
             for ancestor in ancestors:
-                if ancestor in LOADED_BY_NAME:
-                    option = LOADED_BY_NAME[ancestor]
-                    loaded = facts.fact("classes-loaded-by-name").text()
-                    return f"{module.name}.{node.name} subclasses {ancestor}, named with {option}: {loaded}"
+                entry = bases.get(ancestor)
+                if entry is None or (entry.registry and not registered.has(node, entry.registry)):
+                    continue
+                loaded = facts.fact("classes-loaded-by-name").text()
+                return f"{module.name}.{node.name} subclasses {ancestor}, named with {entry.option}: {loaded}"
     return None
 
 
@@ -183,8 +243,9 @@ def loading(
     edges = {name: _edges(package, module) for name, module in package.modules.items() if module.tree is not None}
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
+    registered = _Registered(package)
     for name, module in package.modules.items():
-        if module.tree is not None and (by_name := _loaded_by_name(module, index)) is not None:
+        if module.tree is not None and (by_name := _loaded_by_name(module, index, registered)) is not None:
             found[name] = Loading(Reach.REACHED, by_name)
             queue.append(name)
     for root in sorted(roots):
@@ -204,7 +265,7 @@ def loading(
                 if conditional:
                     how = Loading(
                         Reach.CONDITIONAL,
-                        f"{edge.target} is imported only under the plugin's own vLLM version condition ({edge.where})",
+                        f"{edge.target} {edge.condition} ({edge.where})",
                     )
                 else:
                     how = Loading(Reach.REACHED, f"{edge.where} imports or names {edge.target}")

@@ -1,0 +1,71 @@
+"""benchmarks/doctor_unseen.py: the judgement lines of the measurement document, read back and applied to
+doctor's `--json` runs (shapes written here, no published plugin's code)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCORER = Path(__file__).resolve().parents[1] / "benchmarks" / "doctor_unseen.py"
+spec = importlib.util.spec_from_file_location("doctor_unseen", SCORER)
+assert spec is not None and spec.loader is not None
+doctor_unseen = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(doctor_unseen)
+
+DOC = """
+## Every false finding of the run, by cause
+
+### Names the plugin owns
+
+- `fx/owned` `fx_owned/a.py:3,3,9` error `vllm-import-missing` ×3: the plugin sets it itself
+- `fx/owned` `fx_owned/b.py:4` warning `vllm-dotted-path-missing`: a logger name
+
+## Every debatable finding of the run
+
+- `fx/owned` `fx_owned/c.py:7` error `vllm-override-signature`: reach unclear
+
+## Every false warning of the second judging
+
+- `fx/owned` `fx_owned/d.py:1` warning `monkeypatch-target-missing`: a method the plugin adds
+
+## Plain run
+
+- false: `fx/owned` `fx_owned/e.py:2` `syntax-error`: not this document's line format
+
+## Judgements revised
+
+- true: `fx/owned` `fx_owned/c.py:7` error `vllm-override-signature`: the caller passes it
+"""
+
+
+def _run(where: list[tuple[str, str, str]]) -> str:
+    findings = [{"severity": s, "code": c, "where": w, "message": "", "fix": ""} for s, c, w in where]
+    return json.dumps({"releases": [{"findings": findings}]})
+
+
+def test_the_judgements_are_read_by_plugin_file_line_and_code() -> None:
+    judged = doctor_unseen.judgements(DOC)
+    assert judged[("fx/owned", "fx_owned/a.py", 9, "vllm-import-missing")] == "false"
+    assert judged[("fx/owned", "fx_owned/b.py", 4, "vllm-dotted-path-missing")] == "false"
+    assert judged[("fx/owned", "fx_owned/d.py", 1, "monkeypatch-target-missing")] == "false"
+    assert judged[("fx/owned", "fx_owned/c.py", 7, "vllm-override-signature")] == "true"  # revised
+    assert ("fx/owned", "fx_owned/e.py", 2, "syntax-error") not in judged
+
+
+def test_errors_and_warnings_are_scored_apart(tmp_path: Path) -> None:
+    (tmp_path / "fx+owned.json").write_text(
+        _run(
+            [
+                ("error", "vllm-import-missing", "fx_owned/a.py:3"),
+                ("warning", "vllm-import-missing", "fx_owned/a.py:9"),  # judged false whatever its severity
+                ("error", "vllm-override-signature", "fx_owned/c.py:7"),
+                ("error", "vllm-call-signature", "fx_owned/f.py:5"),  # judged by no line: true
+            ]
+        )
+    )
+    (tmp_path / "fx+unread.json").write_text("")  # doctor refused the package: no findings
+    table = doctor_unseen.score(tmp_path, doctor_unseen.judgements(DOC), None)
+    assert table["fx/owned"]["error"] == {"false": 1, "true": 2}
+    assert table["fx/owned"]["warning"] == {"false": 1}
+    assert not table["fx/unread"]["error"] and doctor_unseen.precision(table["fx/owned"]["error"]) == "66.7 %"
