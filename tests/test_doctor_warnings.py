@@ -75,3 +75,41 @@ def test_a_warning_in_a_module_nothing_loads_says_so(dotted: dict[str, Finding])
     assert "(unproven: nothing the package's vLLM entry points load imports or names fx_warn.template" in (
         orphan.message
     )
+
+
+PATCHES = {
+    "pyproject.toml": FILES["pyproject.toml"],
+    "fx_warn/__init__.py": "",
+    "fx_warn/plugin.py": """
+        from vllm import LLM
+        from vllm.v1.worker import utils as worker_utils
+
+
+        def _fx_register_hooks(self, hooks):
+            self.fx_hooks = hooks
+
+
+        def _fx_is_residual_scattered(*args, **kwargs):
+            return False
+
+
+        def register():
+            LLM.fx_register_hooks = _fx_register_hooks
+            setattr(worker_utils, "is_residual_scattered_for_sp", _fx_is_residual_scattered)
+        """,
+}
+
+
+def test_a_patch_target_no_release_has_may_be_the_plugins_own_addition(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A method the plugin adds to a vLLM class for its users (`LLM.fx_register_hooks = ...`) is in no indexed
+    release; a function vLLM 0.32 removed is in 0.31: only the first says it may be an addition."""
+    root = build_file_tree(PATCHES, tmp_path_factory.mktemp("fx-warn-patches"))
+    (report,) = diagnose_releases(root, ["0.32.0"])
+    by_line = {f.location[1]: f for f in report.findings if f.code == "monkeypatch-target-missing" and f.location}
+    added, removed = by_line[14], by_line[15]
+    assert "(unproven: no indexed release has vllm.LLM.fx_register_hooks, so it may be a name the plugin adds" in (
+        added.message
+    )
+    assert "0.31.0" in removed.message and "may be a name the plugin adds" not in removed.message
