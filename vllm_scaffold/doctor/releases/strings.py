@@ -85,29 +85,43 @@ _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 
 
 def _alternatives_found(module: Module, release: Release) -> set[int]:
-    """id() of the `vllm.` paths in a literal list or tuple of alternatives tried in turn (`for path in
-    ("vllm.new.place", "vllm.old.place"): try: import_module(path)`), when the release has one of them: the
-    others are the places of other releases. A list of which the release has none is reported whole."""
+    """id() of the `vllm.` paths in a literal list or tuple of alternatives tried in turn, when the release has
+    one of them: the others are the places of other releases. A sequence is tried in turn when a loop with a
+    `try` in its body iterates over it, directly or through the name it is bound to (`for path in
+    ("vllm.new.place", "vllm.old.place"): try: import_module(path)`). A list of which the release has none,
+    and one read otherwise (prefixes compared with a name, targets patched one by one), is reported whole."""
     found: set[int] = set()
-    inner: set[int] = set()
-    for node in module.of_type(*_SEQUENCES):
-        if id(node) in inner:
-            continue
-        paths = []
-        for part in ast.walk(node):
-            if isinstance(part, _SEQUENCES):
-                inner.add(id(part))
-                paths += [
-                    e
-                    for e in part.elts
-                    if isinstance(e, ast.Constant)
-                    and isinstance(e.value, str)
-                    and e.value.startswith("vllm.")
-                    and DOTTED.fullmatch(e.value)
-                ]
+    for node in _tried_in_turn(module):
+        paths = [
+            part
+            for part in ast.walk(node)
+            if isinstance(part, ast.Constant)
+            and isinstance(part.value, str)
+            and part.value.startswith("vllm.")
+            and DOTTED.fullmatch(part.value)
+        ]
         if len(paths) > 1 and any(release.first_missing(p.value.replace(":", ".")) is None for p in paths):
             found.update(id(p) for p in paths)
     return found
+
+
+def _tried_in_turn(module: Module) -> list[ast.expr]:
+    """The list and tuple literals a loop with a `try` in its body iterates over, directly or by name."""
+    looped: list[ast.expr] = []
+    names: set[str] = set()
+    for loop in module.of_type(ast.For, ast.AsyncFor):
+        if not any(isinstance(part, ast.Try) for stmt in loop.body for part in ast.walk(stmt)):
+            continue
+        if isinstance(loop.iter, _SEQUENCES):
+            looped.append(loop.iter)
+        elif isinstance(loop.iter, ast.Name):
+            names.add(loop.iter.id)
+    for assign in module.of_type(ast.Assign) if names else ():
+        if isinstance(assign.value, _SEQUENCES) and any(
+            isinstance(t, ast.Name) and t.id in names for t in assign.targets
+        ):
+            looped.append(assign.value)
+    return looped
 
 
 def _probed_modules(module: Module) -> set[int]:
