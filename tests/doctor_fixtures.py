@@ -169,4 +169,15 @@ RELEASE_FINDINGS: dict[str, dict[str, set[tuple[str, str]]]] = {
             ("patch-target-missing", f"{PATCHES} mamba_cache"),
         },
     },
+    # Strings naming vLLM: a gone path, a list of places of which the release has none and a missing prefix
+    # among others are reported; the older place of a list tried in turn of which the release has one, a
+    # logger root, an entry-point group and a tracer scope in vLLM's namespace are not.
+    "dotted-paths": {
+        version: {
+            ("vllm-dotted-path-missing", "src/fx_rel_paths/__init__.py:11"),
+            ("vllm-dotted-path-missing", "src/fx_rel_paths/__init__.py:15"),
+            ("vllm-dotted-path-missing", "src/fx_rel_paths/__init__.py:17"),
+        }
+        for version in ("0.31.0", "0.32.0", "0.33.0", "0.34.0")
+    },
 }

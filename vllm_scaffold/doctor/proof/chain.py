@@ -7,7 +7,7 @@ report:
   installs into vLLM's namespace, assigns or places in `sys.modules` is shown as suppressed, with where;
 - **the code runs**: its module is reached from the package's vLLM entry points (`loaded`); a module that
   nothing loaded imports or names, or one imported only under the plugin's own version condition, leaves the
-  link unproven, and the error becomes a warning that says so.
+  link unproven: the finding says which (an error becomes a warning).
 Each finding it judges carries the links in --json (`chain`).
 """
 
@@ -19,7 +19,7 @@ import re
 from vllm_scaffold.doctor.proof.loaded import Loading, Reach, loading
 from vllm_scaffold.doctor.proof.provided import installer, provided_names, provider
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
-from vllm_scaffold.doctor.report.findings import Finding, Link, Severity
+from vllm_scaffold.doctor.report.findings import Finding, Link
 from vllm_scaffold.vllm_facts import ReleaseIndex
 
 # Codes about a use of vLLM at a place in the plugin's code: the ones whose reasoning needs the code to run.
@@ -90,7 +90,7 @@ def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[s
     reached = loading.reach is Reach.REACHED
     chain.append(Link(CLAIM_RUNS, True if reached else None, loading.evidence))
     unproven = [link.evidence for link in chain if link.holds is None]
-    if not unproven or finding.severity is not Severity.ERROR:
+    if not unproven:
         return finding.but(chain=tuple(chain))
     message = f"{finding.message} (unproven: {'; '.join(unproven)}, so that it fails is not shown)"
     return finding.but(message=message, chain=tuple(chain))

@@ -17,6 +17,10 @@ from vllm_scaffold.doctor.releases.signatures import call_problem, override_prob
 from vllm_scaffold.vllm_facts import Signature, Symbol
 from vllm_scaffold.vllm_facts.build import method_signature
 
+_MAYBE_ADDED = (
+    " (unproven: no indexed release has {label}, so it may be a name the plugin adds for its own callers, which"
+    " nothing of the release needs)"
+)
 _PATCH_FIX = "or manage it as a patch: vllm-scaffold add patch NAME --data target=vllm.module:Qualname"
 
 
@@ -40,11 +44,17 @@ def check_monkeypatches(classes: PluginClasses, out: Findings, module: Module) -
         place = Place(module, node)
         label = f"{owner}.{attr}"
         if target.kind == "missing":
+            elsewhere = release.elsewhere(label)
+            # in no indexed release: an attribute the plugin adds for its own callers looks the same
+            added = "" if elsewhere or not release.others else _MAYBE_ADDED.format(label=label)
+            message = (
+                f"the plugin replaces {label}, which {release.label} does not have{elsewhere}: "
+                "vLLM never calls the replacement, so what it adds does not happen"
+            )
             out.report(
                 "monkeypatch-target-missing",
                 place,
-                f"the plugin replaces {label}, which {release.label} does not have{release.elsewhere(label)}: "
-                "vLLM never calls the replacement, so what it adds does not happen",
+                message + added,
                 f"patch what this release calls instead; {_PATCH_FIX}",
             )
             continue

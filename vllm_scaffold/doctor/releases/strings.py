@@ -12,9 +12,11 @@ from vllm_scaffold.doctor.reading.source import aliases, qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, in_annotations
+from vllm_scaffold.doctor.releases.release import Release
 from vllm_scaffold.doctor.releases.replacements import DOTTED
 
-_LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild"})
+# Calls whose first argument names a logger or a tracer (vLLM's `init_tracer(instrumenting_module_name, ...)`).
+_LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild", "init_tracer"})
 _VLLM_VARIABLE = re.compile(r"VLLM_[A-Z0-9_]+")
 _ENVIRON_METHODS = frozenset({"get", "setdefault", "pop"})
 
@@ -29,9 +31,11 @@ def check_dotted_strings(classes: PluginClasses, out: Findings, module: Module) 
         if value in release.groups or id(node) in in_annotations(module):
             continue  # an entry-point group ("vllm.general_plugins") is a name, not a path
         if loggers is None:
-            loggers = _logger_names(module) | _probed_modules(module)
+            loggers = _logger_names(module) | _probed_modules(module) | _group_names(module)
+            loggers |= _alternatives_found(module, release)
         if id(node) in loggers:
-            continue  # a logger's name ("vllm.plugins.fx"), or a module asked whether it exists
+            continue  # a logger's or an entry-point group's name, a module asked whether it exists, or one of
+            # several paths tried in turn of which this release has one
         place = Place(module, node)
         if place.type_checking:
             continue
@@ -51,17 +55,73 @@ def _called_name(call: ast.Call) -> str | None:
 
 
 def _logger_names(module: Module) -> set[int]:
-    """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")` or
-    vLLM's `init_logger`, and the keys of a logging config's "loggers" table."""
+    """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")`, vLLM's
+    `init_logger` or `init_tracer`, a module-level constant that argument is built from
+    (`ROOT = "vllm.fx"` ... `getLogger(f"{ROOT}.{name}")`), and the keys of a logging config's "loggers" table."""
     found: set[int] = set()
+    names: set[str] = set()
     for call in module.of_type(ast.Call):
         if _called_name(call) in _LOGGER_FACTORIES:
-            found.update(id(a) for a in [*call.args[:1], *(k.value for k in call.keywords if k.arg == "name")])
+            arguments = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "name")]
+            found.update(id(a) for a in arguments)
+            names.update(n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name))
+    for stmt in module.tree.body if module.tree is not None and names else ():
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in stmt.targets):
+            found.add(id(stmt.value))
     for table in module.of_type(ast.Dict):
         for key, value in zip(table.keys, table.values, strict=True):
             if isinstance(key, ast.Constant) and key.value == "loggers" and isinstance(value, ast.Dict):
                 found.update(id(k) for k in value.keys if k is not None)
     return found
+
+
+def _group_names(module: Module) -> set[int]:
+    """id() of the string constants passed as `group=` (`entry_points(group="vllm.fx_patches")`): an
+    entry-point group's name, the plugin's own or vLLM's, never a module path."""
+    return {id(k.value) for call in module.of_type(ast.Call) for k in call.keywords if k.arg == "group"}
+
+
+_SEQUENCES = (ast.List, ast.Tuple, ast.Set)
+
+
+def _alternatives_found(module: Module, release: Release) -> set[int]:
+    """id() of the `vllm.` paths in a literal list or tuple of alternatives tried in turn, when the release has
+    one of them: the others are the places of other releases. A sequence is tried in turn when a loop with a
+    `try` in its body iterates over it, directly or through the name it is bound to (`for path in
+    ("vllm.new.place", "vllm.old.place"): try: import_module(path)`). A list of which the release has none,
+    and one read otherwise (prefixes compared with a name, targets patched one by one), is reported whole."""
+    found: set[int] = set()
+    for node in _tried_in_turn(module):
+        paths = [
+            part
+            for part in ast.walk(node)
+            if isinstance(part, ast.Constant)
+            and isinstance(part.value, str)
+            and part.value.startswith("vllm.")
+            and DOTTED.fullmatch(part.value)
+        ]
+        if len(paths) > 1 and any(release.first_missing(p.value.replace(":", ".")) is None for p in paths):
+            found.update(id(p) for p in paths)
+    return found
+
+
+def _tried_in_turn(module: Module) -> list[ast.expr]:
+    """The list and tuple literals a loop with a `try` in its body iterates over, directly or by name."""
+    looped: list[ast.expr] = []
+    names: set[str] = set()
+    for loop in module.of_type(ast.For, ast.AsyncFor):
+        if not any(isinstance(part, ast.Try) for stmt in loop.body for part in ast.walk(stmt)):
+            continue
+        if isinstance(loop.iter, _SEQUENCES):
+            looped.append(loop.iter)
+        elif isinstance(loop.iter, ast.Name):
+            names.add(loop.iter.id)
+    for assign in module.of_type(ast.Assign) if names else ():
+        if isinstance(assign.value, _SEQUENCES) and any(
+            isinstance(t, ast.Name) and t.id in names for t in assign.targets
+        ):
+            looped.append(assign.value)
+    return looped
 
 
 def _probed_modules(module: Module) -> set[int]:
