@@ -207,7 +207,7 @@ def endpoint_enabled(target: Target) -> list[Finding]:
         Finding(
             "endpoint-not-enabled",
             ep.where,
-            f"endpoint plugins load only when VLLM_PLUGINS names them, and {state}",
+            f"{facts.fact('endpoint-opt-in').text()} Here {state}",
             f"serve with VLLM_PLUGINS={','.join([*(n for n in requested if n), ep.name])} (naming a plugin turns "
             "every group into allow-list mode: list the others you need too)",
         )
