@@ -311,13 +311,14 @@ def _popped_registry_names(ctx: Context) -> set[str]:
 
 # Factories whose `register_*` raises ValueError for a name already registered, and which register vLLM's own
 # names when their module is imported: the registering function, vLLM's names, the code, what the entry is,
-# and how to select the class without a name.
+# the fact saying the factory raises, and how to select the class without a name.
 _TAKEN = (
     (
         "register_connector",
         vllm_facts.in_tree_kv_connectors,
         "kv-connector-name-taken",
         "connector",
+        "kv-connector-duplicate-raises",
         "register under a new name, or select the class with kv_connector_module_path instead",
     ),
     (
@@ -325,6 +326,7 @@ _TAKEN = (
         vllm_facts.in_tree_offloading_specs,
         "offloading-spec-name-taken",
         "offloading spec",
+        "offloading-spec-duplicate-raises",
         "register under a new name, or select the class with spec_module_path in kv_connector_extra_config",
     ),
 )
@@ -338,7 +340,7 @@ def registered_names_taken(target: Target) -> list[Finding]:
         return []
     popped = _popped_registry_names(ctx)
     findings = []
-    for registering, in_tree, code, what, fix in _TAKEN:
+    for registering, in_tree, code, what, raises, fix in _TAKEN:
         for call, name in _registered_names_in(ctx, registering, "name", in_tree() - popped):
             caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
             outcome = (
@@ -347,7 +349,8 @@ def registered_names_taken(target: Target) -> list[Finding]:
                 if caught
                 else f"{registering} raises ValueError in every process that runs this registration"
             )
-            findings.append(Finding(code, call.where, f"'{name}' is already registered in-tree: {outcome}", fix))
+            stated = f"'{name}' is already registered in-tree: {outcome}. {facts.fact(raises).text()}"
+            findings.append(Finding(code, call.where, stated, fix))
     return findings
 
 
