@@ -210,7 +210,8 @@ def custom_ops(target: Target) -> list[Finding]:
                     "custom-op-unknown-target",
                     call.where,
                     f"register_oot keys the replacement by '{name}', which is no in-tree CustomOp/PluggableLayer "
-                    "class name: nothing vLLM builds is ever replaced",
+                    "class name, so nothing vLLM builds is ever replaced. "
+                    + facts.fact("custom-op-registered-as-class-name").text(),
                     "decorate with @InTreeClass.register_oot (e.g. @RMSNorm.register_oot) or pass name= the "
                     "in-tree class name",
                 )
@@ -244,15 +245,16 @@ def _registered_names_in(ctx: Context, function: str, argument: str, in_tree: fr
 
 
 # Registrations that silently replace one of vLLM's own entries: the registering function, the argument
-# that names the entry (or the first), vLLM's names, the doctor code, what happens, and the fix.
+# that names the entry (or the first), vLLM's names, the doctor code, what happens, the fact saying how the
+# registry takes a name again, and the fix.
 _SHADOWING = (
     (
         "register_quantization_config",
         "quantization",
         vllm_facts.in_tree_quantization_methods,
         "quant-shadows-in-tree",
-        "'{name}' is an in-tree quantization method: the plugin's config silently replaces vLLM's for every "
-        "checkpoint tagged with it",
+        "'{name}' is an in-tree quantization method, and the plugin's config takes every checkpoint tagged with it",
+        "quant-name-twice-debug",
         "pick a new name; to claim checkpoints tagged with the in-tree name implement override_quantization_method",
     ),
     (
@@ -260,8 +262,8 @@ _SHADOWING = (
         "model_arch",
         vllm_facts.in_tree_model_architectures,
         "model-shadows-in-tree",
-        "architecture '{name}' is in-tree: the plugin silently replaces vLLM's implementation for every "
-        "checkpoint that names it",
+        "architecture '{name}' is in-tree, and the plugin's class takes every checkpoint that names it",
+        "cite-model-overwrite",
         "register a new architecture name and set it in the checkpoint's config.json (or --hf-overrides)",
     ),
 )
@@ -297,13 +299,14 @@ def _popped_registry_names(ctx: Context) -> set[str]:
 
 # Factories whose `register_*` raises ValueError for a name already registered, and which register vLLM's own
 # names when their module is imported: the registering function, vLLM's names, the code, what the entry is,
-# and how to select the class without a name.
+# the fact saying the factory raises, and how to select the class without a name.
 _TAKEN = (
     (
         "register_connector",
         vllm_facts.in_tree_kv_connectors,
         "kv-connector-name-taken",
         "connector",
+        "kv-connector-duplicate-raises",
         "register under a new name, or select the class with kv_connector_module_path instead",
     ),
     (
@@ -311,6 +314,7 @@ _TAKEN = (
         vllm_facts.in_tree_offloading_specs,
         "offloading-spec-name-taken",
         "offloading spec",
+        "offloading-spec-duplicate-raises",
         "register under a new name, or select the class with spec_module_path in kv_connector_extra_config",
     ),
 )
@@ -324,12 +328,12 @@ def in_tree_names_registered(target: Target) -> list[Finding]:
     if not ctx.vllm.present:
         return []
     findings = [
-        Finding(code, call.where, what.format(name=name), fix)
-        for registering, argument, in_tree, code, what, fix in _SHADOWING
+        Finding(code, call.where, f"{what.format(name=name)}. {facts.fact(replaced).text()}", fix)
+        for registering, argument, in_tree, code, what, replaced, fix in _SHADOWING
         for call, name in _registered_names_in(ctx, registering, argument, in_tree())
     ]
     popped = _popped_registry_names(ctx)
-    for registering, in_tree, code, what, fix in _TAKEN:
+    for registering, in_tree, code, what, raises, fix in _TAKEN:
         for call, name in _registered_names_in(ctx, registering, "name", in_tree() - popped):
             caught = id(call.node) in guards(call.module, catching=_VALUE_ERRORS)
             outcome = (
@@ -338,7 +342,8 @@ def in_tree_names_registered(target: Target) -> list[Finding]:
                 if caught
                 else f"{registering} raises ValueError in every process that runs this registration"
             )
-            findings.append(Finding(code, call.where, f"'{name}' is already registered in-tree: {outcome}", fix))
+            stated = f"'{name}' is already registered in-tree: {outcome}. {facts.fact(raises).text()}"
+            findings.append(Finding(code, call.where, stated, fix))
     return findings
 
 
@@ -437,6 +442,6 @@ def _io_mismatch(where: str, used: str, names: set[str]) -> Finding:
         "io-processor-name-mismatch",
         where,
         f"IO processor '{used}' is requested, but the package's vllm.io_processor_plugins entry point is named "
-        f"{', '.join(sorted(names))}: vLLM looks the name up among entry-point names and raises ValueError",
+        f"{', '.join(sorted(names))}. " + facts.fact("io-processor-by-entry-point-name").text(),
         f"use the entry-point name ({', '.join(sorted(names))}), or rename the entry point",
     )

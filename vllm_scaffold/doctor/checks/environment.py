@@ -103,7 +103,8 @@ def plugins_drops(packages: list[PluginPackage], vllm_plugins: str | None) -> li
                 Finding(
                     "env-plugins-drops",
                     f"VLLM_PLUGINS={vllm_plugins!r}",
-                    f"{package.dist_name} is installed but VLLM_PLUGINS does not name {names}: vLLM never loads it",
+                    f"{package.dist_name} is installed but VLLM_PLUGINS does not name {names}, so vLLM never loads "
+                    "it. " + facts.fact("vllm-plugins-split").text(),
                     f"add {','.join(ep.name for ep in dropped)} to VLLM_PLUGINS, or uninstall {package.dist_name}",
                 )
             )
@@ -155,8 +156,8 @@ def platforms_conflict(packages: list[PluginPackage], claims: dict[str, str] | N
             Finding(
                 "env-platforms-several",
                 vllm_facts.PLATFORM,
-                f"{len(platforms)} out-of-tree platforms are installed: {listing}; when more than one detector "
-                "claims the machine vLLM raises 'Only one platform plugin can be activated' (detectors not run)",
+                f"{len(platforms)} out-of-tree platforms are installed: {listing} (detectors not run). "
+                + facts.fact("platform-one-oot").text(),
                 "keep one platform package per environment, or leave the others out of VLLM_PLUGINS",
             )
         ]
@@ -169,8 +170,8 @@ def platforms_conflict(packages: list[PluginPackage], claims: dict[str, str] | N
         Finding(
             "env-platforms-conflict",
             vllm_facts.PLATFORM,
-            f"on this machine {len(claiming)} platform detectors claim it: {names}; vLLM raises RuntimeError "
-            "'Only one platform plugin can be activated' in every process",
+            f"on this machine {len(claiming)} platform detectors claim it: {names}. "
+            + facts.fact("platform-one-oot").text(),
             "uninstall all but one platform package, or name only one platform plugin in VLLM_PLUGINS",
         )
     ]

@@ -22,7 +22,7 @@ from vllm_scaffold.doctor.checks.target import release_check
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import classes
 from vllm_scaffold.doctor.report.findings import Finding
-from vllm_scaffold.vllm_facts import ReleaseIndex
+from vllm_scaffold.vllm_facts import ReleaseIndex, facts
 
 GROUP = "vllm.logits_processors"
 # the interfaces by their public names, resolved in each release to where it defines them
@@ -92,21 +92,17 @@ def _interfaces(
 def _finding(module: Module, node: ast.ClassDef, name: str, runner: str, index: ReleaseIndex) -> Finding:
     if runner == "V2":
         other = (
-            "the V1 runner (without Triton, with VLLM_USE_V2_MODEL_RUNNER=0, or with a feature V2 lacks) builds it "
-            "with (vllm_config, device, is_pin_memory) and calls is_argmax_invariant(), which V2's interface does "
-            "not have"
+            "the V1 runner builds it with (vllm_config, device, is_pin_memory) and calls is_argmax_invariant(), "
+            "which V2's interface does not have"
         )
     else:
-        other = (
-            "Model Runner V2 (the default unless VLLM_USE_V2_MODEL_RUNNER=0, Triton is missing or the configuration "
-            "needs a feature V2 lacks) refuses a class that is not its subclass with ValueError"
-        )
+        other = "Model Runner V2 refuses a class that is not its subclass with ValueError"
     return Finding(
         "logits-processor-one-runner",
         module.where(node),
         f"{node.name}, the `{name}` entry point of {GROUP}, implements only the {runner} runner's interface; "
         f"vLLM {index.version} picks its runner by environment, and every engine fails to start where the other "
-        f"runs: {other}",
+        f"runs: {other}. " + facts.holding("model-runner-choice", index.version).claim,
         "to run under both, derive the entry point's class from both interfaces (V2's loader checks the subclass; "
         "V1's builds it with (vllm_config, device, is_pin_memory) and calls the V1 methods); otherwise tell users "
         "to set VLLM_USE_V2_MODEL_RUNNER to the runner it needs",

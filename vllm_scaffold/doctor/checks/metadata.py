@@ -10,6 +10,7 @@ from vllm_scaffold.doctor.reading import installed as vllm_facts
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.source import top_level_names
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import facts
 
 
 @check("ep-group-unread", "ep-unknown-group")
@@ -131,8 +132,11 @@ def vllm_plugins_value(target: Target) -> list[Finding]:
             Finding(
                 "plugins-empty",
                 where,
-                "VLLM_PLUGINS is set to the empty string, which matches no plugin: every plugin in every "
-                "group (this one and vLLM's own) is disabled",
+                "VLLM_PLUGINS is set to the empty string, which matches no plugin: every general, platform, "
+                "IO-processor, stat-logger and endpoint plugin is disabled, vLLM's own included. "
+                + facts.fact("vllm-plugins-split").text()
+                + " "
+                + facts.fact("logits-processor-group-unfiltered").text(),
                 "unset VLLM_PLUGINS to load every installed plugin, or list the entry-point names to load",
             )
         ]
@@ -203,7 +207,7 @@ def endpoint_enabled(target: Target) -> list[Finding]:
         Finding(
             "endpoint-not-enabled",
             ep.where,
-            f"endpoint plugins load only when VLLM_PLUGINS names them, and {state}",
+            f"{facts.fact('endpoint-opt-in').text()} Here {state}",
             f"serve with VLLM_PLUGINS={','.join([*(n for n in requested if n), ep.name])} (naming a plugin turns "
             "every group into allow-list mode: list the others you need too)",
         )

@@ -78,8 +78,9 @@ def parser_names_in_tree(target: Target) -> list[Finding]:
                     Finding(
                         "parser-name-in-tree",
                         call.where,
-                        f"'{name}' is a {kind.what} vLLM registers itself: this registration silently replaces "
-                        f"vLLM's for every server in the environment started with {kind.flag} {name}",
+                        f"'{name}' is a {kind.what} vLLM registers itself: this registration replaces vLLM's for "
+                        f"every server in the environment started with {kind.flag} {name}. "
+                        + facts.fact(f"catalog-{kind.what.replace(' ', '-')}-duplicates").text(),
                         "register under a name of your own and start the server with that name",
                     )
                 )

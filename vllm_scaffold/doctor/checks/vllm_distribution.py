@@ -18,6 +18,7 @@ from vllm_scaffold.doctor.reading.package import DeclaredEntryPoint, Module
 from vllm_scaffold.doctor.reading.reach import Reached, entry_point_reach, steps
 from vllm_scaffold.doctor.reading.source import aliases, function, qualified
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import facts
 
 # The lookups of a distribution by name; each raises when no distribution of that name is installed.
 LOOKUPS = frozenset(
@@ -89,13 +90,15 @@ def _finding(
     through = f" (through {steps(reached.via)})" if len(reached.via) > 1 else ""
     group, attr = ep.group, ep.attr or ""
     if when == "call" and group == vllm_facts.GENERAL:
-        consequence = f"vLLM calls {attr}() unguarded in every process, so every vLLM process fails to start"
+        consequence = f"{attr}() raises in every vLLM process. " + facts.fact("general-plugin-unguarded").text()
     elif when == "call" and group == vllm_facts.PLATFORM:
         consequence = f"vLLM logs that {attr}() failed during detection and the platform never activates"
     elif when == "call":
         consequence = f"calling {attr}() raises, and vLLM fails where it uses the plugin"
+    elif group == vllm_facts.LOGITS:
+        consequence = facts.fact("ep-logits-load-failure-fatal").text()
     else:
-        consequence = "vLLM logs that the plugin failed to load and runs without it"
+        consequence = facts.fact("ep-load-failure-logged").text()
     return Finding(
         "vllm-version-by-distribution",
         where,

@@ -19,7 +19,7 @@ from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, string_constants
 from vllm_scaffold.doctor.report.findings import Finding
-from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol
+from vllm_scaffold.vllm_facts import ReleaseIndex, Symbol, facts
 
 SEAM = "worker-extension"
 KEYWORD = "worker_extension_cls"
@@ -189,9 +189,8 @@ def _clash(index: ReleaseIndex, label: str, taken: dict[str, str], where: str, p
     return Finding(
         "worker-extension-name-clash",
         where,
-        f"{label} is named like {_platforms(taken)} of vLLM {index.version}: vLLM asserts that the worker class "
-        "has none of the extension's names before mixing it in, so every worker stops with AssertionError at "
-        "start-up",
+        f"{label} is named like {_platforms(taken)} of vLLM {index.version}. "
+        + facts.holding("worker-extension-name-assert", index.version).claim,
         f"rename it with a prefix of the package ({prefix}_{label.rpartition('.')[2].lstrip('_')}), and move "
         "helpers out of the class into module-level functions",
     )
@@ -210,6 +209,7 @@ def _shadowed(
     return Finding(
         "worker-extension-name-shadowed",
         where,
-        f"{label} passes vLLM {index.version}'s name check but collective_rpc never reaches it: {'; '.join(parts)}",
+        f"{label} passes vLLM {index.version}'s name check but collective_rpc never reaches it: {'; '.join(parts)}. "
+        + facts.fact("collective-rpc-wrapper-first").text(),
         "rename the method with a prefix of the package",
     )

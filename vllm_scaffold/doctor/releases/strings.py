@@ -14,6 +14,7 @@ from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, in_annotations
 from vllm_scaffold.doctor.releases.release import Release
 from vllm_scaffold.doctor.releases.replacements import DOTTED
+from vllm_scaffold.vllm_facts import facts
 
 # Calls whose first argument names a logger or a tracer (vLLM's `init_tracer(instrumenting_module_name, ...)`).
 _LOGGER_FACTORIES = frozenset({"getLogger", "init_logger", "Logger", "getChild", "init_tracer"})
@@ -150,9 +151,8 @@ def check_environment_variables(classes: PluginClasses, out: Findings, module: M
         out.report(
             "env-unknown-vllm-variable",
             Place(module, node),
-            f"{key} is in vLLM's VLLM_ namespace, which {classes.release.label} does not define: wherever it is "
-            f'set, every engine logs "Unknown vLLM environment variable detected: {key}", and refuses to start '
-            "under --fail-on-environ-validation",
+            f"{key} is in vLLM's VLLM_ namespace, which {classes.release.label} does not define, so wherever it is "
+            "set every engine reports it. " + facts.fact("unknown-vllm-variables-checked").text(),
             "name the plugin's own variables outside the VLLM_ prefix (the package's name in capitals, for "
             "example), reading the old name for a release with a deprecation warning",
         )

@@ -44,7 +44,7 @@ def sections() -> tuple[Section, ...]:
     return tuple(
         Section(
             entry["title"],
-            entry.get("intro", ""),
+            expand(entry.get("intro", "")),
             tuple(
                 Code(section=entry["title"], **{**code, "summary": expand(code["summary"])})
                 for code in entry.get("code", [])
