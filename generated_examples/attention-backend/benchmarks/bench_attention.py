@@ -149,8 +149,8 @@ def sdpa(
 
 
 def token_major(tensors: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The same keys and values as [blocks, block_size, kv_heads, head] views, the layout vLLM's kernels
-    read."""
+    """The same keys and values as [blocks, block_size, kv_heads, head] views, the layout the TRITON_ATTN and
+    FLASH_ATTN calls below take."""
     head_size = tensors["query"].shape[-1]
     cache = tensors["kv_cache"].transpose(1, 2)
     return cache[..., :head_size], cache[..., head_size:]
@@ -171,7 +171,8 @@ def vllm_triton_attn(tensors: dict[str, torch.Tensor], query_len: int) -> Callab
 
 
 def vllm_flash_attn(tensors: dict[str, torch.Tensor], query_len: int) -> Callable[[], object]:
-    """vLLM's FLASH_ATTN kernel (its vllm_flash_attn build, the version vLLM picks) on the same cache."""
+    """vLLM's FLASH_ATTN kernel (vllm_flash_attn, at the version get_flash_attn_version() gives) on the same
+    cache."""
     from vllm.v1.attention.backends.fa_utils import flash_attn_varlen_func, get_flash_attn_version
 
     keys, values = token_major(tensors)
@@ -195,7 +196,7 @@ KERNEL_CALLS: dict[str, Callable[[dict[str, torch.Tensor], int], Callable[[], ob
 def in_tree_backends(num_heads: int, head_size: int, dtype: torch.dtype) -> dict[str, str | None]:
     """Each attention backend the installed vLLM's platform chooses from for this shape, in its order of
     preference: None if it accepts the shape on this GPU, else why not (it does not import, or its
-    `validate_configuration` refuses). The same answer vLLM's own backend selection works from."""
+    `validate_configuration` refuses)."""
     try:
         from vllm.platforms import current_platform
         from vllm.v1.attention.selector import AttentionSelectorConfig

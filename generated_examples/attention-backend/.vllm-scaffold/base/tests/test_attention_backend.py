@@ -70,7 +70,7 @@ def test_sliding_window_capability_matches_the_impl() -> None:
 
 
 def test_no_get_kv_cache_shape_at_this_vllm_version() -> None:
-    # vLLM 0.32 never calls it; a backend written for an older release would implement dead code.
+    # vLLM never calls it; a backend written for an older release would implement dead code.
     assert not hasattr(MyAttnBackend, "get_kv_cache_shape")
     assert MyAttnBackend.forward_includes_kv_cache_update is False
     assert callable(MyAttnImpl.do_kv_cache_update)

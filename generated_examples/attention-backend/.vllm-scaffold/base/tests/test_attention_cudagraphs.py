@@ -5,7 +5,7 @@ CUDA graphs (`compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"}`, and th
 FULL_AND_PIECEWISE) record one step's launches with the host values of the batch they were captured on,
 then replay them for every later batch of the same size with new contents in the same buffers. Which
 batches the builder lets vLLM capture is `MyAttnMetadataBuilder._cudagraph_support`, here
-NEVER. Every level above NEVER the builder can declare is checked the way vLLM uses it:
+NEVER. Every level above NEVER the builder can declare is checked by capture and replay:
 metadata from the builder, the cache write and the attention forward captured with torch.cuda.graph over
 static buffers, then new queries, keys, contexts (longer than at capture) and block tables copied in and
 the graph replayed. The replay must equal an eager call on the same inputs bit for bit, and the PyTorch

@@ -31,7 +31,7 @@ COMMUNICATOR_CLASS = "vllm.distributed.device_communicators.cpu_communicator.Cpu
 
 class MyDevicePlatform(CpuPlatform):
     _enum = PlatformEnum.OOT
-    # For an out-of-tree platform vLLM builds torch.device(f"{device_name}:{rank}"), so device_name must be a
+    # For an out-of-tree platform vLLM builds torch.device(f"{device_name}:{index}"), so device_name must be a
     # torch device type: "cpu" here; a real device registers its own (torch's PrivateUse1 renamed).
     device_name: str = "cpu"
     device_type: str = "cpu"
@@ -52,7 +52,7 @@ class MyDevicePlatform(CpuPlatform):
     ) -> str:
         """The backend class path: a registered CUSTOM backend when selected, the CPU backend otherwise."""
         if selected_backend == AttentionBackendEnum.CUSTOM:
-            # Raises vLLM's "CUSTOM is not registered" ValueError when nothing was registered under CUSTOM.
+            # vLLM raises ValueError "Backend CUSTOM must be registered before use." when none was registered.
             return selected_backend.get_path()
         return super().get_attn_backend_cls(selected_backend, attn_selector_config, num_heads)
 

@@ -4,7 +4,7 @@
 name to accept `--quantization my_q` (or a checkpoint whose config.json says
 `"quant_method": "my_q"`) and builds MyQConfig there; in each worker the config hands
 every linear layer a quantize method while the model is built. A registration made from your own script would
-hold only in the front end, and the workers would fail with "Invalid quantization method".
+hold in the front end and in workers forked from it, but not in spawned ones (always on CPU).
 
 Two ways in, told apart by where the config comes from:
 - online: `LLM(model=FLOAT_CHECKPOINT, quantization="my_q")`. No quantization_config in

@@ -2,9 +2,9 @@
 
 vLLM calls `register()` through the `vllm.general_plugins` entry point `my_sched` once in each process
 it starts: the front end (EngineArgs.__post_init__), the engine core (EngineCore.__init__) and every worker
-(init_worker), before any model is built. vLLM's registries are per process, so a registration made
-anywhere else only holds in the process that made it. This module imports nothing heavy: it runs in all
-of those processes.
+(init_worker), before any model is built. A registration made anywhere else holds in its process and in
+those forked from it afterwards, never in spawned ones (on CPU, every engine process). This module imports
+nothing heavy: it runs in all of those processes.
 """
 
 from __future__ import annotations
