@@ -14,6 +14,7 @@ from seam_helpers import add_into, added, assert_registered
 
 from scripts.release_matrix import ON_SOURCES
 from tests.helpers import run_cli, run_pytest
+from vllm_scaffold import vllm_facts
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.vllm_facts import facts
 from vllm_scaffold.vllm_facts.store import fetch_wheel
@@ -68,3 +69,21 @@ def test_the_golden_worker_takes_device_pointers_on_the_releases_own_sources(ver
     done = run_pytest(golden, WORKER_TESTS, "-rs", env=env)
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     assert "skipped" not in done.stdout and " passed" in done.stdout.strip().splitlines()[-1], done.stdout
+
+
+def test_a_range_without_device_pointers_gets_the_block_spec_worker_alone(tmp_path: Path) -> None:
+    """The pointer path, its protocol and its tests are generated only for a range that holds a release with
+    device pointers; the default range does."""
+    narrow = ">=0.31.0,<=0.33.0"
+    assert not set(vllm_facts.checked_in(narrow)) & set(facts.fact(POINTERS_FACT).releases)
+    args = ("new", "kv-offload", "offload", "--defaults", "--dest")
+    assert run_cli(*args, "narrow", "--data", f"vllm_range={narrow}", cwd=tmp_path).exit_code == 0
+    assert run_cli(*args, "default", cwd=tmp_path).exit_code == 0
+    for name, pointers in (("narrow", False), ("default", True)):
+        worker = (tmp_path / name / "src/offload/kv_offload/worker.py").read_text()
+        tests = (tmp_path / name / "tests/test_kv_offload_worker.py").read_text()
+        assert ("class DevicePointers(Protocol):" in worker) is pointers
+        assert ("def _pointer_groups(" in worker) is pointers
+        assert ('"device-pointers"' in tests) is pointers
+        signature = "device: DeviceBlocks" if pointers else "src_spec: GPULoadStoreSpec"
+        assert f"def submit_store(self, job_id: int, {signature}, dst_spec: LoadStoreSpec) -> bool:" in worker
