@@ -6,13 +6,17 @@ figures of `docs/measurements/doctor-unseen-plugins.md` can be reproduced from t
 how many errors and warnings are true, false and debatable, and the precision (true / (true + false)).
 
 A judgement is one Markdown list line of a section whose title begins "Every false" or "Every debatable"
-("## Every false finding ...", "## Every false warning ...", "## Every debatable warning ..."):
+("## Every false finding ...", "### Every false warning ...", "### Every debatable warning ..."):
 
     - `owner/repo` `path/in/repo.py:12,30` error `code` ×2: why
 
-It judges every finding of that plugin, file, line and code, whatever severity doctor gives it now. A section
+It judges the findings of that plugin, file, line and code that doctor now reports with the severity the line
+names: an error judged false that doctor now reports as a warning naming the unproven link is a new statement,
+judged by the warning sections (a warning is true when what it says holds, the unproven link included). A section
 whose title begins "Judgements revised" holds lines `- true: ...`, `- false: ...` or `- debatable: ...` in the
-same format, which replace earlier judgements of the same findings. Every finding no line judges counts as
+same format, which replace earlier judgements of the same findings. A section whose title begins "Warnings" and
+ends "judged" is a whole new round of warning judgements: the warnings judged before it are forgotten, and
+those it does not list are true. Every finding no line judges counts as
 true; with `--before DIR` (the run the judgements were made on), those the judged run did not report are
 counted apart as unjudged. Nothing is downloaded: only the files named on the command line are read.
 """
@@ -29,30 +33,40 @@ from pathlib import Path
 DOC = Path(__file__).resolve().parent.parent / "docs" / "measurements" / "doctor-unseen-plugins.md"
 _LINE = re.compile(
     r"^- (?:(?P<verdict>true|false|debatable): )?`(?P<repo>[^`]+/[^`]+)` `(?P<path>[^`:]+):(?P<lines>[\d,]+)`"
-    r" (?:error|warning) `(?P<code>[\w-]+)`"
+    r" (?P<severity>error|warning) `(?P<code>[\w-]+)`"
 )
 _VERDICTS = ("true", "false", "debatable")
 
-Key = tuple[str, str, int, str]  # plugin, path, line, code
+Key = tuple[str, str, int, str, str]  # plugin, path, line, code, severity
+
+
+def _verdict_of(title: str) -> str | None:
+    return next((v for v in ("false", "debatable") if title.startswith(f"Every {v}")), None)
 
 
 def judgements(text: str) -> dict[Key, str]:
-    """Every judged finding of the document, by plugin, path, line and code."""
+    """Every judged finding of the document, by plugin, path, line, code and severity, the later rounds
+    winning."""
     found: dict[Key, str] = {}
+    outer: str | None = None  # the verdict of the "## " section, which its "### " sections inherit
     section: str | None = None
     for line in text.splitlines():
         if line.startswith("## "):
             title = line[3:].strip()
-            section = next((v for v in ("false", "debatable") if title.startswith(f"Every {v}")), None)
-            if title.startswith("Judgements revised"):
-                section = "revised"
+            outer = section = "revised" if title.startswith("Judgements revised") else _verdict_of(title)
+            if title.startswith("Warnings") and title.endswith("judged"):
+                # A whole round of warnings: what it does not list is true.
+                found = {key: verdict for key, verdict in found.items() if key[4] != "warning"}
+            continue
+        if line.startswith("### "):
+            section = _verdict_of(line[4:].strip()) or outer
             continue
         match = _LINE.match(line) if section else None
         if match is None or (section == "revised") != bool(match["verdict"]):
             continue
         verdict = match["verdict"] or section
         for number in match["lines"].split(","):
-            found[(match["repo"], match["path"], int(number), match["code"])] = verdict
+            found[(match["repo"], match["path"], int(number), match["code"], match["severity"])] = verdict
     return found
 
 
@@ -81,7 +95,7 @@ def score(outdir: Path, judged: dict[Key, str], before: Path | None) -> dict[str
         for severity, path, line, code in findings(run):
             if severity not in counts:
                 continue
-            verdict = judged.get((plugin, path, line, code))
+            verdict = judged.get((plugin, path, line, code, severity))
             if verdict is None:
                 verdict = "unjudged" if seen is not None and (path, line, code) not in seen else "true"
             counts[severity][verdict] += 1

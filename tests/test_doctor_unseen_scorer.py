@@ -25,7 +25,9 @@ DOC = """
 
 - `fx/owned` `fx_owned/c.py:7` error `vllm-override-signature`: reach unclear
 
-## Every false warning of the second judging
+## Warnings of a later run, judged
+
+### Every false warning: added by the plugin
 
 - `fx/owned` `fx_owned/d.py:1` warning `monkeypatch-target-missing`: a method the plugin adds
 
@@ -44,13 +46,14 @@ def _run(where: list[tuple[str, str, str]]) -> str:
     return json.dumps({"releases": [{"findings": findings}]})
 
 
-def test_the_judgements_are_read_by_plugin_file_line_and_code() -> None:
+def test_the_judgements_are_read_by_plugin_file_line_code_and_severity() -> None:
     judged = doctor_unseen.judgements(DOC)
-    assert judged[("fx/owned", "fx_owned/a.py", 9, "vllm-import-missing")] == "false"
-    assert judged[("fx/owned", "fx_owned/b.py", 4, "vllm-dotted-path-missing")] == "false"
-    assert judged[("fx/owned", "fx_owned/d.py", 1, "monkeypatch-target-missing")] == "false"
-    assert judged[("fx/owned", "fx_owned/c.py", 7, "vllm-override-signature")] == "true"  # revised
-    assert ("fx/owned", "fx_owned/e.py", 2, "syntax-error") not in judged
+    assert judged[("fx/owned", "fx_owned/a.py", 9, "vllm-import-missing", "error")] == "false"
+    assert judged[("fx/owned", "fx_owned/d.py", 1, "monkeypatch-target-missing", "warning")] == "false"
+    assert judged[("fx/owned", "fx_owned/c.py", 7, "vllm-override-signature", "error")] == "true"  # revised
+    assert ("fx/owned", "fx_owned/e.py", 2, "syntax-error", "error") not in judged
+    # A later round of warnings replaces the earlier judgements of warnings: b.py:4 is not listed there.
+    assert ("fx/owned", "fx_owned/b.py", 4, "vllm-dotted-path-missing", "warning") not in judged
 
 
 def test_errors_and_warnings_are_scored_apart(tmp_path: Path) -> None:
@@ -58,7 +61,8 @@ def test_errors_and_warnings_are_scored_apart(tmp_path: Path) -> None:
         _run(
             [
                 ("error", "vllm-import-missing", "fx_owned/a.py:3"),
-                ("warning", "vllm-import-missing", "fx_owned/a.py:9"),  # judged false whatever its severity
+                ("warning", "vllm-import-missing", "fx_owned/a.py:9"),  # an error judged false, now a warning
+                ("warning", "monkeypatch-target-missing", "fx_owned/d.py:1"),
                 ("error", "vllm-override-signature", "fx_owned/c.py:7"),
                 ("error", "vllm-call-signature", "fx_owned/f.py:5"),  # judged by no line: true
             ]
@@ -67,5 +71,5 @@ def test_errors_and_warnings_are_scored_apart(tmp_path: Path) -> None:
     (tmp_path / "fx+unread.json").write_text("")  # doctor refused the package: no findings
     table = doctor_unseen.score(tmp_path, doctor_unseen.judgements(DOC), None)
     assert table["fx/owned"]["error"] == {"false": 1, "true": 2}
-    assert table["fx/owned"]["warning"] == {"false": 1}
+    assert table["fx/owned"]["warning"] == {"false": 1, "true": 1}
     assert not table["fx/unread"]["error"] and doctor_unseen.precision(table["fx/owned"]["error"]) == "66.7 %"
