@@ -163,3 +163,57 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "ep-unknown-group",
     ),
 }
+
+
+# A multimodal model whose embed_input_ids took vLLM's second parameter under its own name: vLLM's model
+# runner passes it as multimodal_embeddings=, so every multimodal request raises TypeError.
+_MULTIMODAL_PLUGIN = '''
+"""The general plugin: registers the Fx vision-language model."""
+
+
+def register() -> None:
+    from vllm import ModelRegistry
+
+    ModelRegistry.register_model("FxVisionLM", "{package}.model:FxVisionLM")
+'''
+_MULTIMODAL_MODEL = '''
+"""The Fx vision-language model: text embeddings with the image embeddings scattered in."""
+import torch
+from torch import nn
+from vllm.model_executor.models.interfaces import SupportsMultiModal
+
+
+class FxVisionLM(nn.Module, SupportsMultiModal):
+    def __init__(self, vocab_size: int = 32000, hidden_size: int = 64) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab_size, hidden_size)
+
+    def embed_input_ids(
+        self,
+        input_ids: torch.Tensor,
+        multimodal_embeddings: torch.Tensor | None = None,
+        *,
+        is_multimodal: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        embeddings = self.embed_tokens(input_ids)
+        if multimodal_embeddings is not None and is_multimodal is not None:
+            embeddings[is_multimodal] = multimodal_embeddings.to(embeddings.dtype)
+        return embeddings
+'''
+
+
+def _multimodal(name: str, model: str) -> Variant:
+    package = "fx_" + name.replace("-", "_")
+    return Variant({"plugin.py": _MULTIMODAL_PLUGIN.format(package=package), "model.py": model})
+
+
+CLEAN["override-keeps-vllm-keyword"] = _multimodal("override-keeps-vllm-keyword", _MULTIMODAL_MODEL)
+CONTRASTS["override-keeps-vllm-keyword"] = (
+    "model.py",
+    "multimodal_embeddings",
+    "mm_embeddings",
+    "vllm-override-keyword-renamed",
+)
+BROKEN["vllm-override-keyword-renamed"] = _multimodal(
+    "vllm-override-keyword-renamed", _MULTIMODAL_MODEL.replace("multimodal_embeddings", "mm_embeddings")
+)
