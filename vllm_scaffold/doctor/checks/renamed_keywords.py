@@ -26,7 +26,7 @@ import ast
 import os
 import shutil
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vllm_scaffold.doctor.checks.target import Target, check
@@ -46,6 +46,7 @@ from vllm_scaffold.vllm_facts.store import cache_root
 CODE = "vllm-override-keyword-renamed"
 # Where vLLM's in-tree models live: their calls of a method on another object reach their own parts.
 _MODEL_CODE = ("vllm.model_executor.models.", "vllm.models.")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Where the model runners live, whose calls are quoted first.
 _RUNNERS = "vllm.v1.worker."
 
@@ -70,7 +71,7 @@ def renamed_keywords(target: Target) -> list[Finding]:
         return []
     classes = PluginClasses(target.package, Release(index, target.releases))
     renamed = [found for qualname in classes.classes for found in _renamed_in(classes, qualname)]
-    source = _sources(target, index) if renamed else None
+    source = release_sources(target, index) if renamed else None
     if source is None:
         return []
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
@@ -83,14 +84,16 @@ def renamed_keywords(target: Target) -> list[Finding]:
             continue
         site = breaking[0]
         theirs = next(name for name in site.keywords if name in found.names)
-        more = f" and {len(breaking) - 1} other calls" if len(breaking) > 1 else ""
-        cls, method, owner = found.qualname.rpartition(".")[2], found.method.name, found.owner.name
+        others = len(breaking) - 1
+        more = f" and {others} other call{'s' if others > 1 else ''}" if others else ""
+        how, fix = _how(found, theirs)
         out.report(
             CODE,
             Place.unguarded(classes.classes[found.qualname][0], found.method),
-            f"{cls}.{method} takes the parameter '{theirs}' of {owner}.{method} as '{found.names[theirs]}', and "
-            f"vLLM {index.version} passes '{theirs}' by keyword ({site.where}{more}): that call raises TypeError",
-            f"name the parameter '{theirs}' as {owner}.{method} does (or also take **kwargs)",
+            f"{found.qualname.rpartition('.')[2]}.{found.method.name} {how} and no **kwargs, and vLLM "
+            f"{index.version} passes '{theirs}' of {found.owner.name}.{found.method.name} by keyword "
+            f"({site.where}{more}): that call raises TypeError",
+            f"{fix} (or also take **kwargs)",
         )
     sites.save()
     return out.found
@@ -114,6 +117,15 @@ def _renamed_in(classes: PluginClasses, qualname: str) -> list[Renamed]:
         if names:
             found.append(Renamed(qualname, stmt, owner, base, override, names))
     return found
+
+
+def _how(found: Renamed, theirs: str) -> tuple[str, str]:
+    """(what the override does with vLLM's parameter, the fix): it names it otherwise, or (its parameters
+    shifted, one of vLLM's taking the position) lacks it."""
+    mine, method = found.names[theirs], f"{found.owner.name}.{found.method.name}"
+    if found.base.param(mine) is None:
+        return f"takes the parameter '{theirs}' as '{mine}'", f"name the parameter '{theirs}' as {method} does"
+    return f"has no parameter '{theirs}'", f"take the parameter '{theirs}' {method} has"
 
 
 def renamed_parameters(base: Signature, override: Signature) -> dict[str, str]:
@@ -142,12 +154,47 @@ def _breaking_calls(callers: OverrideCallers, sites: CallSites, found: Renamed) 
             continue  # a model's code calling its own parts: the receiver is one of that model's objects
         if call_problem(base, site.positional, keywords) is not None:
             continue  # a call of another method of that name: vLLM's own would not take it either
-        if call_problem(override, site.positional, keywords) is not None and callers.reaches(site, found.qualname):
-            breaking.append(site)
+        # `self.method(...)` in a module-level function calls a local named self (a custom op's body fetching
+        # its layer): it reaches the override only if something calls that function, which is followed.
+        followed = replace(site, on_self=False) if site.on_self and site.cls is None else site
+        if call_problem(override, site.positional, keywords) is None or not callers.reaches(followed, found.qualname):
+            continue
+        if site.on_self and site.cls is not None and _bypassed(callers, found.qualname, site):
+            continue
+        breaking.append(site)
     return sorted(breaking, key=lambda site: (not site.module.startswith(_RUNNERS), site.module, site.line))
 
 
-def _sources(target: Target, index: ReleaseIndex) -> Path | None:
+def _bypassed(callers: OverrideCallers, qualname: str, site: CallSite) -> bool:
+    """Whether every object of the plugin's class that inherits the vLLM method the call is written in runs a
+    plugin method of that name instead, one whose `super()` chain through the plugin's classes ends in a
+    method that does not hand over (a runner whose own `_dummy_run` replaces vLLM's, and a subclass's that
+    calls it with super())."""
+    classes = callers.classes
+    objects = [q for q in callers.objects(qualname) if site.cls in classes.vllm_mro(q)]
+    return all(_replaced_in_lineage(classes, q, site.function) for q in objects)
+
+
+def _replaced_in_lineage(classes: PluginClasses, qualname: str, method: str) -> bool:
+    for _module, node, _outside in classes.walk_lineage(qualname):
+        function = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == method), None)
+        if function is not None and not _hands_over(function, method):
+            return True
+    return False
+
+
+def _hands_over(function: ast.FunctionDef | ast.AsyncFunctionDef, method: str) -> bool:
+    """Whether the method calls `super().method`."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == method
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "super"
+        for node in ast.walk(function)
+    )
+
+
+def release_sources(target: Target, index: ReleaseIndex) -> Path | None:
     """The `vllm` package directory of the checked release, where one is at hand."""
     if target.installed is not None:
         return target.installed.vllm.source
