@@ -14,10 +14,9 @@ checked release's own sources that
   That its receiver is an object of the plugin's class is not proven beyond that (a call through `self`
   excepted): vLLM's sources declare no types for most receivers (`self.model`).
 The call sites are read from the installed vLLM when it is the checked release (also when `--vllm` names
-it), else from a copy of the
-release's sources in the cache (`<cache>/sources/<version>/vllm`, unpacked once from a wheel of that release
-in `<cache>/wheels`, where `doctor --vllm` downloads one). With neither at hand nothing is reported: which
-calls the release makes is then unknown.
+it), else from a copy of the release's sources in the cache (`<cache>/sources/<version>/vllm`, unpacked once
+from a wheel of that release in `<cache>/wheels`, where `doctor --vllm` downloads one). With neither at hand
+nothing is reported: which calls the release makes is then unknown.
 """
 
 from __future__ import annotations
