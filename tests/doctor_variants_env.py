@@ -305,3 +305,33 @@ CONTRASTS["override-keyword-caller-replaced-below"] = (
     "return super()._dummy_run(num_tokens, **kwargs)",
     "vllm-override-keyword-renamed",
 )
+
+# A model runner whose load_model names its flag for elastic scale-up, and a worker that calls it without the
+# flag: vLLM's elastic executor calls the worker's load_model(load_dummy_weights=True), not the runner's.
+CLEAN["override-keyword-receiver-elsewhere"] = Variant(
+    {
+        "worker.py": '''
+        """The Fx worker and its model runner: the runner loads the model, the worker asks it to."""
+        import torch
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+        from vllm.v1.worker.gpu_worker import Worker
+
+
+        class FxModelRunner(GPUModelRunner):
+            def load_model(self, eep_scale_up: bool = False, *, model: torch.nn.Module | None = None) -> None:
+                self.fx_scaling = eep_scale_up
+                super().load_model(model=model)
+
+
+        class FxWorker(Worker):
+            def load_model(self, *, load_dummy_weights: bool = False) -> None:
+                self.model_runner.load_model()
+        ''',
+    }
+)
+CONTRASTS["override-keyword-receiver-elsewhere"] = (
+    "worker.py",
+    "def load_model(self, *, load_dummy_weights",
+    "def load_fx_model(self, *, load_dummy_weights",
+    "vllm-override-keyword-renamed",
+)

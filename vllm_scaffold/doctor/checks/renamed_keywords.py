@@ -10,9 +10,10 @@ checked release's own sources that
 - reaches the override: through `self` in a class the plugin's class derives from, or from a vLLM method the
   plugin neither replaces nor bypasses, on a class vLLM builds (a model class only when registered), and
   not from an in-tree model's code on another object (a model calls its own parts);
-- calls this method as vLLM's own declares it: the call binds to vLLM's method, by its name and keywords.
-  That its receiver is an object of the plugin's class is not proven beyond that (a call through `self`
-  excepted): vLLM's sources declare no types for most receivers (`self.model`).
+- calls this method as vLLM's own declares it: the call binds to vLLM's method, by its name and keywords,
+  and its receiver is not named for another kind of object (`self.worker.load_model(...)` is a worker's
+  load_model, not a model runner's). Beyond that (a call through `self` excepted) the receiver's class is
+  not proven: vLLM's sources declare no types for most receivers (`self.model`).
 The call sites are read from the installed vLLM when it is the checked release (also when `--vllm` names
 it), else from a copy of the release's sources in the cache (`<cache>/sources/<version>/vllm`, unpacked once
 from a wheel of that release in `<cache>/wheels`, where `doctor --vllm` downloads one). With neither at hand
@@ -23,9 +24,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.doctor.checks.target import Target, check
@@ -46,6 +49,7 @@ CODE = "vllm-override-keyword-renamed"
 # Where vLLM's in-tree models live: their calls of a method on another object reach their own parts.
 _MODEL_CODE = ("vllm.model_executor.models.", "vllm.models.")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+")
 # Where the model runners live, whose calls are quoted first.
 _RUNNERS = "vllm.v1.worker."
 
@@ -160,8 +164,53 @@ def _breaking_calls(callers: OverrideCallers, sites: CallSites, found: Renamed) 
             continue
         if site.on_self and site.cls is not None and _bypassed(callers, found.qualname, site):
             continue
+        if not site.on_self and _receiver_elsewhere(callers, sites, found, site):
+            continue
         breaking.append(site)
     return sorted(breaking, key=lambda site: (not site.module.startswith(_RUNNERS), site.module, site.line))
+
+
+def _receiver_elsewhere(callers: OverrideCallers, sites: CallSites, found: Renamed, site: CallSite) -> bool:
+    """Whether the call's receiver is named for another kind of object (`self.worker.load_model(...)` against a
+    model runner's load_model): a vLLM class outside the plugin class's lineage has a method of that name the
+    call binds to and a name holding the receiver's words, which no class of the lineage has."""
+    receiver = sites.receiver(site, found.method.name)
+    words = set(receiver.rpartition(".")[2].lower().split("_")) - {""} if receiver else set()
+    if not words:
+        return False
+    classes = callers.classes
+    lineage = classes.vllm_mro(found.qualname) | set(classes.family(found.qualname)) | {found.qualname}
+    own = set().union(*(_words(q) for q in lineage))
+    if any(q.startswith(_MODEL_CODE) for q in lineage):
+        own.add("model")  # a class implementing vLLM's model interfaces is a model, whatever its name
+    if words <= own:
+        return False
+    index, defining = classes.index, f"{found.owner.module}.{found.owner.name}"
+    for symbol in _definers(index).get(found.method.name, ()):
+        qualname = f"{symbol.module}.{symbol.name}"
+        if qualname in lineage or not words <= _words(qualname):
+            continue
+        if any(f"{s.module}.{s.name}" == defining for s in index.mro(symbol)[0]):
+            continue
+        text = index.methods(symbol)[found.method.name]
+        bound = Signature.parse(text).bound()
+        if not text.startswith("@p") and call_problem(bound, site.positional, list(site.keywords)) is None:
+            return True
+    return False
+
+
+def _words(qualname: str) -> set[str]:
+    return {w.lower() for w in _CAMEL_WORDS.findall(qualname.rpartition(".")[2])}
+
+
+@cache
+def _definers(index: ReleaseIndex) -> dict[str, list[Symbol]]:
+    """Method name -> every class of the release defining a method of that name."""
+    found: dict[str, list[Symbol]] = {}
+    for symbol in index.classes():
+        for name in index.methods(symbol):
+            found.setdefault(name, []).append(symbol)
+    return found
 
 
 def _bypassed(callers: OverrideCallers, qualname: str, site: CallSite) -> bool:
