@@ -163,3 +163,175 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "ep-unknown-group",
     ),
 }
+
+
+# A multimodal model whose embed_input_ids took vLLM's second parameter under its own name: vLLM's model
+# runner passes it as multimodal_embeddings=, so every multimodal request raises TypeError.
+_MULTIMODAL_PLUGIN = '''
+"""The general plugin: registers the Fx vision-language model."""
+
+
+def register() -> None:
+    from vllm import ModelRegistry
+
+    ModelRegistry.register_model("FxVisionLM", "{package}.model:FxVisionLM")
+'''
+_MULTIMODAL_MODEL = '''
+"""The Fx vision-language model: text embeddings with the image embeddings scattered in."""
+import torch
+from torch import nn
+from vllm.model_executor.models.interfaces import SupportsMultiModal
+
+
+class FxVisionLM(nn.Module, SupportsMultiModal):
+    def __init__(self, vocab_size: int = 32000, hidden_size: int = 64) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab_size, hidden_size)
+
+    def embed_input_ids(
+        self,
+        input_ids: torch.Tensor,
+        multimodal_embeddings: torch.Tensor | None = None,
+        *,
+        is_multimodal: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        embeddings = self.embed_tokens(input_ids)
+        if multimodal_embeddings is not None and is_multimodal is not None:
+            embeddings[is_multimodal] = multimodal_embeddings.to(embeddings.dtype)
+        return embeddings
+'''
+
+
+def _multimodal(name: str, model: str) -> Variant:
+    package = "fx_" + name.replace("-", "_")
+    return Variant({"plugin.py": _MULTIMODAL_PLUGIN.format(package=package), "model.py": model})
+
+
+CLEAN["override-keeps-vllm-keyword"] = _multimodal("override-keeps-vllm-keyword", _MULTIMODAL_MODEL)
+CONTRASTS["override-keeps-vllm-keyword"] = (
+    "model.py",
+    "multimodal_embeddings",
+    "mm_embeddings",
+    "vllm-override-keyword-renamed",
+)
+BROKEN["vllm-override-keyword-renamed"] = _multimodal(
+    "vllm-override-keyword-renamed", _MULTIMODAL_MODEL.replace("multimodal_embeddings", "mm_embeddings")
+)
+
+# A Mamba mixer whose own forward runs the convolution and the scan itself: vLLM's custom op, whose body calls
+# conv_ssm_forward(projected_states=...), is reached only from the forward the plugin replaces.
+CLEAN["override-keyword-caller-bypassed"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: brings in the Fx Mamba mixer, which registers itself."""
+
+
+        def register() -> None:
+            from fx_override_keyword_caller_bypassed import mixer  # noqa: F401
+        ''',
+        "mixer.py": '''
+        """The Fx Mamba mixer: one pass over the projected states, without vLLM's custom op."""
+        import torch
+        from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
+
+
+        @MambaMixer2.register_oot
+        class FxMambaMixer2(MambaMixer2):
+            def forward(self, hidden_states: torch.Tensor, mup_vector: torch.Tensor | None = None) -> torch.Tensor:
+                output = torch.empty_like(hidden_states)
+                self.conv_ssm_forward(hidden_states, output)
+                return output
+
+            def conv_ssm_forward(self, states: torch.Tensor, output: torch.Tensor) -> None:
+                output.copy_(states)
+        ''',
+    }
+)
+CONTRASTS["override-keyword-caller-bypassed"] = (
+    "mixer.py",
+    "def forward(self, hidden_states",
+    "def forward_fx(self, hidden_states",
+    "vllm-override-keyword-renamed",
+)
+
+# A model runner that replaces vLLM's execute_model and _dummy_run, the two methods that call
+# _build_attention_metadata(slot_mappings=...), and a runner on top whose _dummy_run hands over with super():
+# that reaches the plugin's own _dummy_run, not vLLM's.
+CLEAN["override-keyword-caller-replaced-below"] = Variant(
+    {
+        "runner.py": '''
+        """The Fx model runners: the device's own step and dummy run, and the Fx Lite board's on top."""
+        import torch
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+
+        class FxModelRunner(GPUModelRunner):
+            def execute_model(self, scheduler_output, intermediate_tensors=None):
+                metadata, _ = self._build_attention_metadata(1, 1, 1)
+                return metadata
+
+            def _dummy_run(self, num_tokens: int, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+                metadata, _ = self._build_attention_metadata(num_tokens, 1, num_tokens)
+                hidden = torch.zeros(num_tokens, len(metadata))
+                return hidden, hidden
+
+            def _build_attention_metadata(
+                self,
+                num_tokens: int,
+                num_reqs: int,
+                max_query_len: int,
+                num_tokens_padded: int | None = None,
+                num_reqs_padded: int | None = None,
+                ubatch_slices: object = None,
+                logits_indices: torch.Tensor | None = None,
+                max_num_sampled_tokens: int | None = None,
+                use_spec_decode: bool = False,
+                for_cudagraph_capture: bool = False,
+                num_scheduled_tokens: dict[str, int] | None = None,
+                fx_slots: dict[int, torch.Tensor] | None = None,
+            ) -> tuple[dict[str, object], None]:
+                return {}, None
+
+
+        class FxLiteModelRunner(FxModelRunner):
+            def _dummy_run(self, num_tokens: int, **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+                return super()._dummy_run(min(num_tokens, 256), **kwargs)
+        ''',
+    }
+)
+CONTRASTS["override-keyword-caller-replaced-below"] = (
+    "runner.py",
+    "metadata, _ = self._build_attention_metadata(num_tokens, 1, num_tokens)",
+    "return super()._dummy_run(num_tokens, **kwargs)",
+    "vllm-override-keyword-renamed",
+)
+
+# A model runner whose load_model names its flag for elastic scale-up, and a worker that calls it without the
+# flag: vLLM's elastic executor calls the worker's load_model(load_dummy_weights=True), not the runner's.
+CLEAN["override-keyword-receiver-elsewhere"] = Variant(
+    {
+        "worker.py": '''
+        """The Fx worker and its model runner: the runner loads the model, the worker asks it to."""
+        import torch
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+        from vllm.v1.worker.gpu_worker import Worker
+
+
+        class FxModelRunner(GPUModelRunner):
+            def load_model(self, eep_scale_up: bool = False, *, model: torch.nn.Module | None = None) -> None:
+                self.fx_scaling = eep_scale_up
+                super().load_model(model=model)
+
+
+        class FxWorker(Worker):
+            def load_model(self, *, load_dummy_weights: bool = False) -> None:
+                self.model_runner.load_model()
+        ''',
+    }
+)
+CONTRASTS["override-keyword-receiver-elsewhere"] = (
+    "worker.py",
+    "def load_model(self, *, load_dummy_weights",
+    "def load_fx_model(self, *, load_dummy_weights",
+    "vllm-override-keyword-renamed",
+)

@@ -210,6 +210,7 @@ NO_VLLM_CLAIM = {
     "vllm-override-moved": _INDEX,
     "vllm-super-missing": _INDEX,
     "vllm-override-signature": _INDEX,
+    "vllm-override-keyword-renamed": _INDEX,
     "vllm-call-signature": _INDEX,
     "vllm-super-call-signature": _INDEX,
     "vllm-argument-type": _INDEX,

@@ -29,6 +29,7 @@ REACHED_CODES = frozenset(
         "vllm-attribute-missing",
         "vllm-call-signature",
         "vllm-override-signature",
+        "vllm-override-keyword-renamed",
         "vllm-super-call-signature",
         "vllm-super-missing",
         "vllm-abstract-missing",

@@ -103,6 +103,12 @@ class OverrideCallers:
         ]
         return any(self._reached(site, family, 0) for site in harmful)
 
+    def reaches(self, site: CallSite, qualname: str) -> bool:
+        """Whether vLLM's call at `site` can run on an object of the plugin class `qualname`: its caller is
+        neither replaced by the plugin nor a method the plugin's classes never inherit, and vLLM builds the
+        class (a model class is built only when registered)."""
+        return not self._unbuilt_model(qualname) and self._reached(site, self.objects(qualname), 0)
+
     def _reached(self, site: CallSite, family: list[str] | None, depth: int) -> bool:
         if site.on_self:
             if family is None:
