@@ -194,6 +194,6 @@ def test_without_vllm_installed_the_names_are_read_against_the_newest_indexed_re
     monkeypatch.setattr(context, "installed_vllm", lambda: InstalledVllm(None, None, None))
     report = diagnose(plugin, live=False, inventory=True)
     assert report.vllm.startswith("no vLLM") and report.inventory is not None
-    inventory = report.inventory.as_json()
+    inventory = report.inventory
     assert inventory["releases"] == [vllm_facts.shipped_versions()[-1]]
     assert "vllm.v1.kv_offload.base.OffloadingWorker" in names(inventory, "bases")

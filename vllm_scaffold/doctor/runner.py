@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor import checks
+from vllm_scaffold.doctor import inventory as coupling
 from vllm_scaffold.doctor.checks import environment as checks_environment
 from vllm_scaffold.doctor.checks.target import Check, Target
 from vllm_scaffold.doctor.live import probe_ray
@@ -23,7 +24,6 @@ from vllm_scaffold.doctor.reading.collector import collector_paused
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import InstalledVllm, installed_vllm
 from vllm_scaffold.doctor.reading.package import PluginPackage
-from vllm_scaffold.doctor.report import inventory as coupling
 from vllm_scaffold.doctor.report import suppress
 from vllm_scaffold.doctor.report.findings import Finding, LiveProbe, ProbeState, Report
 from vllm_scaffold.errors import ScaffoldError
@@ -89,7 +89,7 @@ def diagnose_releases(target: Path | str, specs: list[str], *, inventory: bool =
             report.timings = {"index": seconds, "static": time.perf_counter() - started}
             reports.append(report)
         if inventory:
-            shared = coupling.inventory(package, indexes)
+            shared = coupling.inventory(package, indexes).as_json()
             for report in reports:
                 report.inventory = shared
         return reports
@@ -175,7 +175,8 @@ def diagnose_package(
     index = installed.facts() if ctx.vllm.present else None
     report.findings = suppress.apply(package, proof.prove(package, report.findings, index))
     if inventory:
-        report.inventory = coupling.inventory(package, [index or vllm_facts.shipped(vllm_facts.shipped_versions()[-1])])
+        newest = index or vllm_facts.shipped(vllm_facts.shipped_versions()[-1])
+        report.inventory = coupling.inventory(package, [newest]).as_json()
     return report
 
 

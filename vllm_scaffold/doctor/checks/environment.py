@@ -150,28 +150,18 @@ def platforms_conflict(packages: list[PluginPackage], claims: dict[str, str] | N
     platforms = [(p.dist_name, ep) for p in packages for ep in p.entry_points_in(vllm_facts.PLATFORM)]
     if len(platforms) < 2:
         return []
-    listing = "; ".join(f"{dist} ({ep.name} = {ep.value})" for dist, ep in platforms)
     if claims is None:
-        return [
-            Finding(
-                "env-platforms-several",
-                vllm_facts.PLATFORM,
-                f"{len(platforms)} out-of-tree platforms are installed: {listing} (detectors not run). "
-                + facts.fact("platform-one-oot").text(),
-                "keep one platform package per environment, or leave the others out of VLLM_PLUGINS",
-            )
-        ]
-    claiming = [(dist, ep) for dist, ep in platforms if claims.get(ep.name, "None") not in {"None"}]
-    claiming = [(dist, ep) for dist, ep in claiming if not claims[ep.name].startswith("raised ")]
-    if len(claiming) < 2:
-        return []
-    names = "; ".join(f"{dist} ({ep.name} returned {claims[ep.name]})" for dist, ep in claiming)
-    return [
-        Finding(
-            "env-platforms-conflict",
-            vllm_facts.PLATFORM,
-            f"on this machine {len(claiming)} platform detectors claim it: {names}. "
-            + facts.fact("platform-one-oot").text(),
-            "uninstall all but one platform package, or name only one platform plugin in VLLM_PLUGINS",
-        )
-    ]
+        listing = "; ".join(f"{dist} ({ep.name} = {ep.value})" for dist, ep in platforms)
+        code = "env-platforms-several"
+        what = f"{len(platforms)} out-of-tree platforms are installed: {listing} (detectors not run)"
+        fix = "keep one platform package per environment, or leave the others out of VLLM_PLUGINS"
+    else:
+        claiming = [(dist, ep) for dist, ep in platforms if claims.get(ep.name, "None") not in {"None"}]
+        claiming = [(dist, ep) for dist, ep in claiming if not claims[ep.name].startswith("raised ")]
+        if len(claiming) < 2:
+            return []
+        names = "; ".join(f"{dist} ({ep.name} returned {claims[ep.name]})" for dist, ep in claiming)
+        code = "env-platforms-conflict"
+        what = f"on this machine {len(claiming)} platform detectors claim it: {names}"
+        fix = "uninstall all but one platform package, or name only one platform plugin in VLLM_PLUGINS"
+    return [Finding(code, vllm_facts.PLATFORM, f"{what}. " + facts.fact("platform-one-oot").text(), fix)]

@@ -9,12 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, overload
+from typing import Any, overload
 
 from vllm_scaffold.doctor.report.codes import severity_of
-
-if TYPE_CHECKING:
-    from vllm_scaffold.doctor.report.inventory import Inventory
 
 # `where` of a finding in a file: "path/to/file.py:12" (or a bare "path/to/file.py").
 _FILE_PLACE = re.compile(r"(?P<file>[\w./-]+\.(?:py|toml|cfg|txt))(?::(?P<line>\d+))?")
@@ -237,7 +234,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     live: LiveProbe = field(default_factory=LiveProbe)
     read: dict[str, object] = field(default_factory=dict)  # what doctor read: modules, entry points, files
-    inventory: Inventory | None = None  # the plugin's coupling surface to vLLM, when asked for (--json)
+    # The plugin's coupling surface to vLLM as --json writes it (doctor/inventory.py), when asked for.
+    inventory: dict[str, Any] | None = None
 
     def add(self, findings: list[Finding]) -> None:
         seen = {(f.code, f.where, f.message) for f in self.findings}
@@ -273,4 +271,4 @@ class Report:
             "read": self.read,
             "timings_s": {key: round(value, 3) for key, value in self.timings.items()},
             "findings": [f.as_json() for f in self.findings],
-        } | ({} if self.inventory is None else {"inventory": self.inventory.as_json()})
+        } | ({} if self.inventory is None else {"inventory": self.inventory})
