@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.atomic import write_atomically
+from vllm_scaffold.doctor.reading.package import walk_nodes
 
 _BLOCK = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
 _SELF_RECEIVER = re.compile(r"(?:\bself|\bcls|super\(\)|type\(self\)|self\.__class__)\s*$")
@@ -127,30 +128,44 @@ def mentioned_elsewhere(source: Path, name: str) -> bool:
 
 
 @cache
-def _modules(source: Path) -> dict[str, str]:
-    return dict(_texts(source))
+def _text(source: Path, module: str) -> str:
+    """The text of one module of the vLLM package directory `source` ("" when it has none), read alone: the
+    questions about one call site need its module, not the package's 2,600 files."""
+    path = source.parent.joinpath(*module.split("."))
+    for candidate in (path / "__init__.py", path.with_name(path.name + ".py")):
+        if candidate.is_file():
+            return candidate.read_bytes().decode("utf-8", "replace")
+    return ""
 
 
 @cache
 def _bare_call_lines(source: Path, module: str, name: str) -> frozenset[int]:
-    text = _modules(source).get(module, "")
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return frozenset()
     return frozenset(
         node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+        for nodes in _calls_by_line(source, module).values()
+        for node in nodes
+        if isinstance(node.func, ast.Name) and node.func.id == name
     )
 
 
 @cache
 def _tree(source: Path, module: str) -> ast.Module | None:
     try:
-        return ast.parse(_modules(source).get(module, ""))
+        return ast.parse(_text(source, module))
     except SyntaxError:
         return None
+
+
+@cache
+def _calls_by_line(source: Path, module: str) -> dict[int, list[ast.Call]]:
+    """The calls of a vLLM module by the line they start on, each line's in ast.walk order: a module is walked
+    once, however many of its call sites are asked about."""
+    tree = _tree(source, module)
+    found: dict[int, list[ast.Call]] = {}
+    for node in walk_nodes(tree) if tree is not None else ():
+        if node.__class__ is ast.Call:
+            found.setdefault(node.lineno, []).append(node)
+    return found
 
 
 class CallSites:
@@ -195,12 +210,7 @@ class CallSites:
     def receiver(self, site: CallSite, name: str) -> str | None:
         """How the call of `name` at `site` is written: "" for a bare `name(...)`, the dotted receiver of
         `x.y.name(...)` ("x.y"), None when it is neither (a call on a call's result) or cannot be read."""
-        tree = _tree(self.source, site.module)
-        if tree is None:
-            return None
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or node.lineno != site.line:
-                continue
+        for node in _calls_by_line(self.source, site.module).get(site.line, ()):
             if isinstance(node.func, ast.Name) and node.func.id == name:
                 return ""
             if isinstance(node.func, ast.Attribute) and node.func.attr == name:
@@ -242,7 +252,7 @@ class CallSites:
 
     def mentions(self, module: str, names: frozenset[str]) -> bool:
         """Whether the vLLM module's text names one of `names` (a class a call's receiver may be)."""
-        text = _modules(self.source).get(module, "")
+        text = _text(self.source, module)
         return any(name in text and re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
     def save(self) -> None:

@@ -5,9 +5,10 @@ for methods vLLM's own leaf classes leave abstract too."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
-from vllm_scaffold.doctor.reading.package import Module, walk_nodes
+from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
@@ -64,24 +65,34 @@ def _leaf_classes(index: ReleaseIndex) -> list[Symbol]:
     return _LEAVES[key]
 
 
-_LEFT: WeakKeyDictionary[ReleaseIndex, dict[tuple[str, ...], set[str]]] = WeakKeyDictionary()
+_LEFT: WeakKeyDictionary[ReleaseIndex, dict[tuple[str, str], set[str]]] = WeakKeyDictionary()
 
 
 def _left_abstract_by_vllm(index: ReleaseIndex, bases: list[Symbol]) -> set[str]:
     """Abstract methods of `bases` that a class of vLLM's own deriving from them leaves unimplemented while
     no vLLM class derives from it further: vLLM uses such classes as classes, never creating one (an
     attention backend's static methods: GDNAttentionBackend has no get_impl_cls), so nothing enforces them."""
-    memo = _LEFT.setdefault(index, {})
-    key = tuple(b.qualname for b in bases)
-    if key not in memo:
-        wanted = {(b.module, b.name) for b in bases}
-        left: set[str] = set()
+    below = _left_below(index)
+    left: set[str] = set()
+    for base in bases:
+        left |= below.get((base.module, base.name), set())
+    return left
+
+
+def _left_below(index: ReleaseIndex) -> dict[tuple[str, str], set[str]]:
+    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, read once per
+    release rather than once per plugin lineage."""
+    if index not in _LEFT:
+        below: dict[tuple[str, str], set[str]] = {}
         for leaf in _leaf_classes(index):
-            order = index.mro(leaf)[0]
-            if wanted & {(c.module, c.name) for c in order[1:]}:
-                left |= index.abstract_methods(leaf)
-        memo[key] = left
-    return memo[key]
+            ancestors = index.mro(leaf)[0][1:]
+            if not ancestors:
+                continue
+            abstract = index.abstract_methods(leaf)
+            for ancestor in ancestors:
+                below.setdefault((ancestor.module, ancestor.name), set()).update(abstract)
+        _LEFT[index] = below
+    return _LEFT[index]
 
 
 def _replaces_abstract_layer(classes: PluginClasses, out: Findings, node: ast.ClassDef) -> bool:
@@ -132,24 +143,39 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
             continue
         names = {name}
         names |= {a.asname for n in other.of_type(ast.ImportFrom) for a in n.names if a.name == name and a.asname}
-        skipped = in_annotations(other)
-        attribute_heads = {id(n.value) for n in other.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
-        allowed = set(attribute_heads)
-        for cls in other.of_type(ast.ClassDef):
-            allowed.update(id(b) for b in cls.bases)
-        for n in walk_nodes(other.tree):
-            if isinstance(n, ast.Name) and n.id in names:
-                if id(n) not in allowed | skipped:
-                    return False
-                read = read or id(n) in attribute_heads
-            if (
-                isinstance(n, ast.Constant)
-                and isinstance(n.value, str)
-                and name in n.value
-                and (qualname in n.value.replace(":", ".") or n.value == name)
-            ):
+        uses = _name_uses(other)
+        for n in (n for used in names for n in uses.names.get(used, ())):
+            if id(n) not in uses.allowed and id(n) not in uses.skipped:
+                return False
+            read = read or id(n) in uses.attribute_heads
+        for text in uses.strings:
+            if name in text and (qualname in text.replace(":", ".") or text == name):
                 return False
     return read
+
+
+@dataclass(frozen=True)
+class _NameUses:
+    """What `_only_read_from` asks of a module, gathered in one pass whichever class it asks about."""
+
+    names: dict[str, list[ast.Name]]  # the Name nodes by identifier
+    strings: list[str]  # every string constant
+    attribute_heads: set[int]  # id() of each Name an attribute is read from (`Name.attr`)
+    allowed: set[int]  # those and the Names a class statement lists as bases
+    skipped: set[int]  # nodes inside annotations
+
+
+def _name_uses(module: Module) -> _NameUses:
+    def gather() -> _NameUses:
+        names: dict[str, list[ast.Name]] = {}
+        for n in module.of_type(ast.Name):
+            names.setdefault(n.id, []).append(n)
+        strings = [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str)]
+        heads = {id(n.value) for n in module.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
+        allowed = heads | {id(b) for cls in module.of_type(ast.ClassDef) for b in cls.bases}
+        return _NameUses(names, strings, heads, allowed, in_annotations(module))
+
+    return module.memoised("abstract-name-uses", gather)
 
 
 def _owner_of(index: ReleaseIndex, bases: list[Symbol], member: str) -> str:
