@@ -140,7 +140,8 @@ def _sets_computed_attributes(classes: PluginClasses, node: ast.ClassDef) -> boo
     every class of a lineage asks about its bases again, and only of classes whose module has such a node."""
     memo: dict[int, bool] | None = classes.__dict__.get("_sets_computed_attributes")
     if memo is None:
-        memo = {id(cls): False for module, cls in classes.classes.values() if not _may_compute_attributes(module)}
+        quiet = {m.name for m in classes.package.parsed() if not _may_compute_attributes(m)}
+        memo = {id(cls): False for module, cls in classes.classes.values() if module.name in quiet}
         classes.__dict__["_sets_computed_attributes"] = memo
     if id(node) not in memo:
         memo[id(node)] = any(
