@@ -124,7 +124,20 @@ class ReleaseIndex:
         return frozenset(m.rsplit(".", cut)[0] for m in self.modules for cut in range(1, m.count(".") + 1))
 
     def resolve(self, qualname: str, _seen: frozenset[str] = frozenset()) -> Symbol:
-        """What `qualname` ("vllm.a.b.Name.attr") is in this release."""
+        """What `qualname` ("vllm.a.b.Name.attr") is in this release. Memoised: a large plugin asks about
+        the same few thousand names tens of thousands of times."""
+        if not _seen:
+            found = self._resolved.get(qualname)
+            if found is None:
+                found = self._resolved[qualname] = self._resolve(qualname, _seen)
+            return found
+        return self._resolve(qualname, _seen)
+
+    @cached_property
+    def _resolved(self) -> dict[str, Symbol]:
+        return {}
+
+    def _resolve(self, qualname: str, _seen: frozenset[str]) -> Symbol:
         if qualname in _seen:
             return Symbol("unknown", qualname)
         seen = _seen | {qualname}

@@ -177,6 +177,11 @@ class CallSites:
         self.path = cache_dir / f"calls-{label}.json" if cache_dir else None
         self.known: dict[str, list[CallSite]] = {}
         self.loose: dict[str, bool] = {}
+        # What parsing a module answered, so that later runs parse no vLLM module for these questions:
+        # "module:line:name" -> receiver, "module:name" -> the lines of bare calls, module -> its imports.
+        self.receivers: dict[str, str | None] = {}
+        self.bare_lines: dict[str, list[int]] = {}
+        self.module_imports: dict[str, dict[str, str]] = {}
         self.dirty = False
         if self.path is not None and self.path.is_file():
             try:
@@ -186,8 +191,11 @@ class CallSites:
                     for k, v in data.get("calls", {}).items()
                 }
                 self.loose = data.get("loose", {})
+                self.receivers = data.get("receivers", {})
+                self.bare_lines = data.get("bare", {})
+                self.module_imports = data.get("imports", {})
             except (ValueError, TypeError):
-                self.known, self.loose = {}, {}
+                self.known, self.loose, self.receivers, self.bare_lines, self.module_imports = {}, {}, {}, {}, {}
 
     def of(self, name: str) -> list[CallSite]:
         if name not in self.known:
@@ -205,11 +213,22 @@ class CallSites:
         """Whether the call of `name` at `site` is written as a bare name (`name(...)`, a module-level function
         called from its own module), not as a method of some object (`x.name(...)`) nor in a docstring. The
         site's module is parsed for this, once: only sites a patch would break are asked about."""
-        return site.line in _bare_call_lines(self.source, site.module, name)
+        key = f"{site.module}:{name}"
+        if key not in self.bare_lines:
+            self.bare_lines[key] = sorted(_bare_call_lines(self.source, site.module, name))
+            self.dirty = True
+        return site.line in self.bare_lines[key]
 
     def receiver(self, site: CallSite, name: str) -> str | None:
         """How the call of `name` at `site` is written: "" for a bare `name(...)`, the dotted receiver of
         `x.y.name(...)` ("x.y"), None when it is neither (a call on a call's result) or cannot be read."""
+        key = f"{site.module}:{site.line}:{name}"
+        if key not in self.receivers:
+            self.receivers[key] = self._receiver(site, name)
+            self.dirty = True
+        return self.receivers[key]
+
+    def _receiver(self, site: CallSite, name: str) -> str | None:
         for node in _calls_by_line(self.source, site.module).get(site.line, ()):
             if isinstance(node.func, ast.Name) and node.func.id == name:
                 return ""
@@ -222,6 +241,12 @@ class CallSites:
 
     def imports(self, module: str) -> dict[str, str]:
         """Local name -> what the vLLM module imports under it (`import a.b as c`, `from a import b`)."""
+        if module not in self.module_imports:
+            self.module_imports[module] = self._imports(module)
+            self.dirty = True
+        return self.module_imports[module]
+
+    def _imports(self, module: str) -> dict[str, str]:
         tree = _tree(self.source, module)
         found: dict[str, str] = {}
         for node in tree.body if tree is not None else ():
@@ -258,6 +283,12 @@ class CallSites:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        data = {"calls": {k: [asdict(s) for s in v] for k, v in self.known.items()}, "loose": self.loose}
+        data = {
+            "calls": {k: [asdict(s) for s in v] for k, v in self.known.items()},
+            "loose": self.loose,
+            "receivers": self.receivers,
+            "bare": self.bare_lines,
+            "imports": self.module_imports,
+        }
         write_atomically(self.path, json.dumps(data, sort_keys=True))
         self.dirty = False
