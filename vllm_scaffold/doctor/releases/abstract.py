@@ -5,7 +5,6 @@ for methods vLLM's own leaf classes leave abstract too."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from vllm_scaffold.doctor.reading.package import Module
@@ -143,37 +142,28 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
             continue
         names = {name}
         names |= {a.asname for n in other.of_type(ast.ImportFrom) for a in n.names if a.name == name and a.asname}
-        uses = _name_uses(other)
-        for n in (n for used in names for n in uses.names.get(used, ())):
-            if id(n) not in uses.allowed and id(n) not in uses.skipped:
-                return False
-            read = read or id(n) in uses.attribute_heads
-        for text in uses.strings:
-            if name in text and (qualname in text.replace(":", ".") or text == name):
+        found = [n for n in other.of_type(ast.Name) if n.id in names]
+        if found:
+            heads, allowed = _name_uses(other)
+            skipped = in_annotations(other)
+            for n in found:
+                if id(n) not in allowed and id(n) not in skipped:
+                    return False
+                read = read or id(n) in heads
+        for n in other.of_type(ast.Constant):
+            text = n.value
+            if isinstance(text, str) and name in text and (qualname in text.replace(":", ".") or text == name):
                 return False
     return read
 
 
-@dataclass(frozen=True)
-class _NameUses:
-    """What `_only_read_from` asks of a module, gathered in one pass whichever class it asks about."""
+def _name_uses(module: Module) -> tuple[set[int], set[int]]:
+    """id() of each Name an attribute is read from (`Name.attr`), and of those and the Names class statements
+    list as bases: the uses `_only_read_from` allows, gathered once per module whichever class it asks about."""
 
-    names: dict[str, list[ast.Name]]  # the Name nodes by identifier
-    strings: list[str]  # every string constant
-    attribute_heads: set[int]  # id() of each Name an attribute is read from (`Name.attr`)
-    allowed: set[int]  # those and the Names a class statement lists as bases
-    skipped: set[int]  # nodes inside annotations
-
-
-def _name_uses(module: Module) -> _NameUses:
-    def gather() -> _NameUses:
-        names: dict[str, list[ast.Name]] = {}
-        for n in module.of_type(ast.Name):
-            names.setdefault(n.id, []).append(n)
-        strings = [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str)]
+    def gather() -> tuple[set[int], set[int]]:
         heads = {id(n.value) for n in module.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
-        allowed = heads | {id(b) for cls in module.of_type(ast.ClassDef) for b in cls.bases}
-        return _NameUses(names, strings, heads, allowed, in_annotations(module))
+        return heads, heads | {id(b) for cls in module.of_type(ast.ClassDef) for b in cls.bases}
 
     return module.memoised("abstract-name-uses", gather)
 

@@ -97,10 +97,11 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
         bases += more[1]
     if any(_sets_computed_attributes(classes, cls) for cls in lineage_classes):
         return
-    defined = set(classes.stored_by_package)
+    stored = classes.stored_by_package  # anything the package assigns anywhere, looked up rather than copied
+    defined: set[str] = set()
     for cls in lineage_classes:
         defined |= class_body_names(cls)
-    if defined & {"__getattr__", "__getattribute__", "__slots__"}:
+    if any(n in defined or n in stored for n in ("__getattr__", "__getattribute__", "__slots__")):
         return
     reported: set[str] = set()
     for method in node.body:
@@ -119,7 +120,7 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
             ):
                 continue
             name = read.attr
-            if name in defined or name in reported or is_dunder(name):
+            if name in defined or name in stored or name in reported or is_dunder(name):
                 continue
             if any(classes.index.instance_attribute(base, name) is not False for base in bases):
                 continue
