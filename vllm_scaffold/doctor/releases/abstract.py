@@ -100,31 +100,41 @@ def _replaces_abstract_layer(classes: PluginClasses, out: Findings, node: ast.Cl
     that class abstract: vLLM uses the stand-in where it would use `Name` itself, which it never creates
     (a layer's subclasses are looked up under their own names: QwenGatedDeltaNetAttention, not
     GatedDeltaNetAttention; a factory class is asked for its get_moe_method, never instantiated)."""
-    names: set[str] = set()
-    for module in classes.package.parsed():
-        for _statement, owner, attr, value in replacements(module):
-            if isinstance(value, ast.Name) and value.id == node.name and attr[:1].isupper():
-                qualname = qualified(owner, classes.tables[module.name]) if isinstance(owner, ast.Name) else None
-                if qualname and qualname.split(".")[0] == "vllm":
-                    names.add(attr)
-        for n in module.of_type(ast.Dict, ast.Call):
-            if isinstance(n, ast.Dict):
-                for key, value in zip(n.keys, n.values, strict=True):
-                    if isinstance(key, ast.Constant) and isinstance(value, ast.Name) and value.id == node.name:
-                        names.add(str(key.value))
-            elif getattr(n.func, "attr", None) == "register_oot":
-                given = {k.arg: k.value for k in n.keywords}
-                target = given.get("name")
-                values = [*n.args, *given.values()]
-                if isinstance(target, ast.Constant) and any(
-                    isinstance(v, ast.Name) and v.id == node.name for v in values
-                ):
-                    names.add(str(target.value))
+    names = _stand_ins(classes).get(node.name, set())
     if not names:
         return False
     by_name = out.callers.vllm_classes
     index = classes.index
     return all(any(index.abstract_methods(symbol) for symbol in by_name.get(name, ())) for name in names)
+
+
+def _stand_ins(classes: PluginClasses) -> dict[str, set[str]]:
+    """Plugin class name -> the in-tree names it stands in for (see `_replaces_abstract_layer`), read in one
+    pass over the package whichever class asks."""
+    memo: dict[str, set[str]] | None = classes.__dict__.get("_stand_ins")
+    if memo is not None:
+        return memo
+    found: dict[str, set[str]] = {}
+    for module in classes.package.parsed():
+        for _statement, owner, attr, value in replacements(module):
+            if isinstance(value, ast.Name) and attr[:1].isupper():
+                qualname = qualified(owner, classes.tables[module.name]) if isinstance(owner, ast.Name) else None
+                if qualname and qualname.split(".")[0] == "vllm":
+                    found.setdefault(value.id, set()).add(attr)
+        for n in module.of_type(ast.Dict, ast.Call):
+            if isinstance(n, ast.Dict):
+                for key, value in zip(n.keys, n.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(value, ast.Name):
+                        found.setdefault(value.id, set()).add(str(key.value))
+            elif getattr(n.func, "attr", None) == "register_oot":
+                given = {k.arg: k.value for k in n.keywords}
+                target = given.get("name")
+                if isinstance(target, ast.Constant):
+                    for v in [*n.args, *given.values()]:
+                        if isinstance(v, ast.Name):
+                            found.setdefault(v.id, set()).add(str(target.value))
+    classes.__dict__["_stand_ins"] = found
+    return found
 
 
 def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) -> bool:
@@ -142,7 +152,8 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
             continue
         names = {name}
         names |= {a.asname for n in other.of_type(ast.ImportFrom) for a in n.names if a.name == name and a.asname}
-        found = [n for n in other.of_type(ast.Name) if n.id in names]
+        by_id, strings = _names_and_strings(other)
+        found = [n for used in names for n in by_id.get(used, ())]
         if found:
             heads, allowed = _name_uses(other)
             skipped = in_annotations(other)
@@ -150,16 +161,27 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
                 if id(n) not in allowed and id(n) not in skipped:
                     return False
                 read = read or id(n) in heads
-        for n in other.of_type(ast.Constant):
-            text = n.value
-            if isinstance(text, str) and name in text and (qualname in text.replace(":", ".") or text == name):
+        for text in strings:
+            if name in text and (qualname in text.replace(":", ".") or text == name):
                 return False
     return read
 
 
+def _names_and_strings(module: Module) -> tuple[dict[str, list[ast.Name]], list[str]]:
+    """The module's Name nodes by identifier, and its string constants: listed once per module."""
+
+    def gather() -> tuple[dict[str, list[ast.Name]], list[str]]:
+        by_id: dict[str, list[ast.Name]] = {}
+        for n in module.of_type(ast.Name):
+            by_id.setdefault(n.id, []).append(n)
+        return by_id, [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str)]
+
+    return module.memoised("abstract-names", gather)
+
+
 def _name_uses(module: Module) -> tuple[set[int], set[int]]:
     """id() of each Name an attribute is read from (`Name.attr`), and of those and the Names class statements
-    list as bases: the uses `_only_read_from` allows, gathered once per module whichever class it asks about."""
+    list as bases: the uses `_only_read_from` allows, asked only of modules that name the class."""
 
     def gather() -> tuple[set[int], set[int]]:
         heads = {id(n.value) for n in module.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
