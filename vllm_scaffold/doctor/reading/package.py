@@ -61,9 +61,13 @@ class Module:
             return by_type.get(kinds[0], [])
 
         def merged() -> list[ast.AST]:
-            # each class's nodes are in walk order already: sorting their positions merges the runs
-            order = sorted((p, k, i) for k, kind in enumerate(kinds) for i, p in enumerate(positions.get(kind, ())))
-            return [by_type[kinds[k]][i] for _p, k, i in order]
+            # each class's positions in the walk are sorted already: sorting them together merges the runs
+            order: list[int] = []
+            for kind in kinds:
+                order += positions.get(kind, ())
+            order.sort()
+            nodes = self.nodes
+            return [nodes[p] for p in order]
 
         return self.memoised("of_type:" + ",".join(kind.__name__ for kind in kinds), merged)
 
