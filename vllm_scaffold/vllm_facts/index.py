@@ -115,15 +115,29 @@ class ReleaseIndex:
     # -- names ---------------------------------------------------------------------------------------------
 
     def has_module(self, module: str) -> bool:
-        return module in self.modules or any(m.startswith(module + ".") for m in self._packages)
+        return module in self.modules or module in self._packages
 
     @cached_property
     def _packages(self) -> frozenset[str]:
-        """Every module name, for namespace packages (a directory without __init__.py)."""
-        return frozenset(self.modules)
+        """Every dotted prefix of a module name, for namespace packages (a directory without __init__.py):
+        looked up by name, where scanning the release's thousands of modules for each question took seconds."""
+        return frozenset(m.rsplit(".", cut)[0] for m in self.modules for cut in range(1, m.count(".") + 1))
 
     def resolve(self, qualname: str, _seen: frozenset[str] = frozenset()) -> Symbol:
-        """What `qualname` ("vllm.a.b.Name.attr") is in this release."""
+        """What `qualname` ("vllm.a.b.Name.attr") is in this release. Memoised: a large plugin asks about
+        the same few thousand names tens of thousands of times."""
+        if not _seen:
+            found = self._resolved.get(qualname)
+            if found is None:
+                found = self._resolved[qualname] = self._resolve(qualname, _seen)
+            return found
+        return self._resolve(qualname, _seen)
+
+    @cached_property
+    def _resolved(self) -> dict[str, Symbol]:
+        return {}
+
+    def _resolve(self, qualname: str, _seen: frozenset[str]) -> Symbol:
         if qualname in _seen:
             return Symbol("unknown", qualname)
         seen = _seen | {qualname}

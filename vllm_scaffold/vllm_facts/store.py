@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import lzma
+import marshal
 import os
 import subprocess
 import sys
@@ -55,7 +56,31 @@ def encode(index: dict) -> bytes:
 
 
 def decode(path: Path) -> dict:
-    return json.loads(lzma.decompress(path.read_bytes()))
+    """The index stored in `path`. Decompressing and parsing a release's JSON takes about a fifth of a second,
+    and a plain doctor run reads five releases; so the decoded data is also kept in the cache, in Python's
+    own serialisation (a tenth of the time to read), keyed by the compressed file's content."""
+    packed = path.read_bytes()
+    copy = _decoded_copy(path, packed)
+    try:
+        return marshal.loads(copy.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # not kept yet, unreadable, or written by another Python
+    data = json.loads(lzma.decompress(packed))
+    try:
+        for stale in copy.parent.glob(f"{path.name}-*"):
+            stale.unlink(missing_ok=True)  # the copy of what the file held before
+        write_atomically(copy, marshal.dumps(data))
+    except OSError:
+        pass  # a read-only cache: decoded again next time
+    return data
+
+
+def _decoded_copy(path: Path, packed: bytes) -> Path:
+    """Where the decoded copy of `path` holding `packed` is kept: named by the file, a hash of its bytes, and
+    the Python that wrote it (the serialisation differs between Python versions)."""
+    digest = hashlib.sha256(packed).hexdigest()[:24]
+    python = f"py{sys.version_info[0]}{sys.version_info[1]}m{marshal.version}"
+    return cache_root() / "decoded" / f"{path.name}-{digest}-{python}.marshal"
 
 
 def version_key(version: str) -> tuple[int, ...]:

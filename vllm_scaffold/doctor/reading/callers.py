@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.atomic import write_atomically
+from vllm_scaffold.doctor.reading.package import walk_nodes
 
 _BLOCK = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
 _SELF_RECEIVER = re.compile(r"(?:\bself|\bcls|super\(\)|type\(self\)|self\.__class__)\s*$")
@@ -127,30 +128,44 @@ def mentioned_elsewhere(source: Path, name: str) -> bool:
 
 
 @cache
-def _modules(source: Path) -> dict[str, str]:
-    return dict(_texts(source))
+def _text(source: Path, module: str) -> str:
+    """The text of one module of the vLLM package directory `source` ("" when it has none), read alone: the
+    questions about one call site need its module, not the package's 2,600 files."""
+    path = source.parent.joinpath(*module.split("."))
+    for candidate in (path / "__init__.py", path.with_name(path.name + ".py")):
+        if candidate.is_file():
+            return candidate.read_bytes().decode("utf-8", "replace")
+    return ""
 
 
 @cache
 def _bare_call_lines(source: Path, module: str, name: str) -> frozenset[int]:
-    text = _modules(source).get(module, "")
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return frozenset()
     return frozenset(
         node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+        for nodes in _calls_by_line(source, module).values()
+        for node in nodes
+        if isinstance(node.func, ast.Name) and node.func.id == name
     )
 
 
 @cache
 def _tree(source: Path, module: str) -> ast.Module | None:
     try:
-        return ast.parse(_modules(source).get(module, ""))
+        return ast.parse(_text(source, module))
     except SyntaxError:
         return None
+
+
+@cache
+def _calls_by_line(source: Path, module: str) -> dict[int, list[ast.Call]]:
+    """The calls of a vLLM module by the line they start on, each line's in ast.walk order: a module is walked
+    once, however many of its call sites are asked about."""
+    tree = _tree(source, module)
+    found: dict[int, list[ast.Call]] = {}
+    for node in walk_nodes(tree) if tree is not None else ():
+        if node.__class__ is ast.Call:
+            found.setdefault(node.lineno, []).append(node)
+    return found
 
 
 class CallSites:
@@ -162,6 +177,11 @@ class CallSites:
         self.path = cache_dir / f"calls-{label}.json" if cache_dir else None
         self.known: dict[str, list[CallSite]] = {}
         self.loose: dict[str, bool] = {}
+        # What parsing a module answered, so that later runs parse no vLLM module for these questions:
+        # "module:line:name" -> receiver, "module:name" -> the lines of bare calls, module -> its imports.
+        self.receivers: dict[str, str | None] = {}
+        self.bare_lines: dict[str, list[int]] = {}
+        self.module_imports: dict[str, dict[str, str]] = {}
         self.dirty = False
         if self.path is not None and self.path.is_file():
             try:
@@ -171,8 +191,11 @@ class CallSites:
                     for k, v in data.get("calls", {}).items()
                 }
                 self.loose = data.get("loose", {})
+                self.receivers = data.get("receivers", {})
+                self.bare_lines = data.get("bare", {})
+                self.module_imports = data.get("imports", {})
             except (ValueError, TypeError):
-                self.known, self.loose = {}, {}
+                self.known, self.loose, self.receivers, self.bare_lines, self.module_imports = {}, {}, {}, {}, {}
 
     def of(self, name: str) -> list[CallSite]:
         if name not in self.known:
@@ -190,17 +213,23 @@ class CallSites:
         """Whether the call of `name` at `site` is written as a bare name (`name(...)`, a module-level function
         called from its own module), not as a method of some object (`x.name(...)`) nor in a docstring. The
         site's module is parsed for this, once: only sites a patch would break are asked about."""
-        return site.line in _bare_call_lines(self.source, site.module, name)
+        key = f"{site.module}:{name}"
+        if key not in self.bare_lines:
+            self.bare_lines[key] = sorted(_bare_call_lines(self.source, site.module, name))
+            self.dirty = True
+        return site.line in self.bare_lines[key]
 
     def receiver(self, site: CallSite, name: str) -> str | None:
         """How the call of `name` at `site` is written: "" for a bare `name(...)`, the dotted receiver of
         `x.y.name(...)` ("x.y"), None when it is neither (a call on a call's result) or cannot be read."""
-        tree = _tree(self.source, site.module)
-        if tree is None:
-            return None
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or node.lineno != site.line:
-                continue
+        key = f"{site.module}:{site.line}:{name}"
+        if key not in self.receivers:
+            self.receivers[key] = self._receiver(site, name)
+            self.dirty = True
+        return self.receivers[key]
+
+    def _receiver(self, site: CallSite, name: str) -> str | None:
+        for node in _calls_by_line(self.source, site.module).get(site.line, ()):
             if isinstance(node.func, ast.Name) and node.func.id == name:
                 return ""
             if isinstance(node.func, ast.Attribute) and node.func.attr == name:
@@ -212,6 +241,12 @@ class CallSites:
 
     def imports(self, module: str) -> dict[str, str]:
         """Local name -> what the vLLM module imports under it (`import a.b as c`, `from a import b`)."""
+        if module not in self.module_imports:
+            self.module_imports[module] = self._imports(module)
+            self.dirty = True
+        return self.module_imports[module]
+
+    def _imports(self, module: str) -> dict[str, str]:
         tree = _tree(self.source, module)
         found: dict[str, str] = {}
         for node in tree.body if tree is not None else ():
@@ -242,12 +277,18 @@ class CallSites:
 
     def mentions(self, module: str, names: frozenset[str]) -> bool:
         """Whether the vLLM module's text names one of `names` (a class a call's receiver may be)."""
-        text = _modules(self.source).get(module, "")
+        text = _text(self.source, module)
         return any(name in text and re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        data = {"calls": {k: [asdict(s) for s in v] for k, v in self.known.items()}, "loose": self.loose}
+        data = {
+            "calls": {k: [asdict(s) for s in v] for k, v in self.known.items()},
+            "loose": self.loose,
+            "receivers": self.receivers,
+            "bare": self.bare_lines,
+            "imports": self.module_imports,
+        }
         write_atomically(self.path, json.dumps(data, sort_keys=True))
         self.dirty = False

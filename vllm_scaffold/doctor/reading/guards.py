@@ -199,7 +199,11 @@ Span = tuple[tuple[int, int], tuple[int, int], GuardKind]  # (first position, la
 def capability_test(test: ast.expr) -> GuardKind | None:
     """VLLM_VERSION or FEATURE_TEST when the test names a version, hasattr, getattr or find_spec (in a name, an
     attribute or a string); None otherwise."""
-    for node in walk_nodes(test):
+    return _capability_in(walk_nodes(test))
+
+
+def _capability_in(nodes: list[ast.AST]) -> GuardKind | None:
+    for node in nodes:
         if isinstance(node, ast.Name):
             text = node.id
         elif isinstance(node, ast.Attribute):
@@ -218,8 +222,9 @@ def capability_test(test: ast.expr) -> GuardKind | None:
 def _test_guard(test: ast.expr, module: Module) -> GuardKind | None:
     """The guard an `if` with this test sets: a capability test, or a call of one of the module's capability
     checks (`if not _has_x():`)."""
-    kind = capability_test(test)
-    if kind is None and _calls_capability_check(test, module):
+    nodes = walk_nodes(test)
+    kind = _capability_in(nodes)
+    if kind is None and _calls_capability_check(nodes, module):
         kind = GuardKind.FEATURE_TEST
     return kind
 
@@ -236,18 +241,19 @@ def leaves(stmt: ast.stmt) -> bool:
     return False
 
 
-def _returns_unless(stmt: ast.stmt, module: Module) -> GuardKind | None:
+def _returns_unless(stmt: ast.stmt, test_guard: Callable[[ast.expr], GuardKind | None]) -> GuardKind | None:
     """`if <capability test>: ... return` (or raise, or `pytest.skip(...)`, `sys.exit(...)`): the statements
-    after it run only when the test passed; their guard, or None for any other statement."""
+    after it run only when the test passed; their guard (`test_guard` of the test), or None for any other
+    statement."""
     if isinstance(stmt, ast.If) and not stmt.orelse and leaves(stmt.body[-1]):
-        return _test_guard(stmt.test, module)
+        return test_guard(stmt.test)
     return None
 
 
-def _calls_capability_check(test: ast.expr, module: Module) -> bool:
+def _calls_capability_check(nodes: list[ast.AST], module: Module) -> bool:
     return any(
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and capability_check(module, node.func.id)
-        for node in walk_nodes(test)
+        for node in nodes
     )
 
 
@@ -276,6 +282,12 @@ def _spans(module: Module) -> list[Span]:
     catching a failing import or a missing attribute, and what follows `if <capability test>: return` in the
     same block. Statements only, not expressions: a tenth of the nodes."""
     found: list[Span] = []
+    tested: dict[int, GuardKind | None] = {}  # an `if` is asked about twice: for its body, for what follows
+
+    def test_guard(test: ast.expr) -> GuardKind | None:
+        if id(test) not in tested:
+            tested[id(test)] = _test_guard(test, module)
+        return tested[id(test)]
 
     def block(statements: list[ast.stmt], guard: GuardKind) -> None:
         if statements:
@@ -284,13 +296,13 @@ def _spans(module: Module) -> list[Span]:
 
     def visit(statements: list[ast.stmt]) -> None:
         for position, stmt in enumerate(statements):
-            after = _returns_unless(stmt, module)
+            after = _returns_unless(stmt, test_guard)
             if after is not None:
                 block(statements[position + 1 :], after)  # `if not hasattr(...): return` guards what follows
             if isinstance(stmt, ast.If):
                 if is_type_checking(stmt.test):
                     block(stmt.body, GuardKind.TYPE_CHECKING)
-                elif (test := _test_guard(stmt.test, module)) is not None:
+                elif (test := test_guard(stmt.test)) is not None:
                     block(stmt.body, test)
                     block(stmt.orelse, test)
             elif isinstance(stmt, ast.Try) and catches(stmt.handlers, RELEASE_GUARD_ERRORS):

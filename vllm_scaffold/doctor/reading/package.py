@@ -61,9 +61,13 @@ class Module:
             return by_type.get(kinds[0], [])
 
         def merged() -> list[ast.AST]:
-            # each class's nodes are in walk order already: sorting their positions merges the runs
-            order = sorted((p, k, i) for k, kind in enumerate(kinds) for i, p in enumerate(positions.get(kind, ())))
-            return [by_type[kinds[k]][i] for _p, k, i in order]
+            # each class's positions in the walk are sorted already: sorting them together merges the runs
+            order: list[int] = []
+            for kind in kinds:
+                order += positions.get(kind, ())
+            order.sort()
+            nodes = self.nodes
+            return [nodes[p] for p in order]
 
         return self.memoised("of_type:" + ",".join(kind.__name__ for kind in kinds), merged)
 
@@ -152,7 +156,18 @@ _LEAF_FIELDS = frozenset(
         "simple",
     }
 )
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+# List fields that may hold something other than nodes: None (`{**x}` keys, keyword-only parameters without a
+# default) or identifiers. Every other list field of the grammar holds nodes only, and is taken as it is.
+_MIXED_LISTS = frozenset(
+    {
+        (ast.Dict, "keys"),
+        (ast.arguments, "kw_defaults"),
+        (ast.Global, "names"),
+        (ast.Nonlocal, "names"),
+        (ast.MatchClass, "kwd_attrs"),
+    }
+)
+_NODE_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def walk_nodes(tree: ast.AST) -> list[ast.AST]:
@@ -167,11 +182,16 @@ def walk_nodes(tree: ast.AST) -> list[ast.AST]:
         fields = _NODE_FIELDS.get(kind)
         if fields is None:
             leaf = kind is ast.Constant
-            fields = _NODE_FIELDS[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS and not leaf)
-        for name in fields:
+            fields = _NODE_FIELDS[kind] = tuple(
+                (f, (kind, f) in _MIXED_LISTS) for f in kind._fields if f not in _LEAF_FIELDS and not leaf
+            )
+        for name, mixed in fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
-                nodes.extend(item for item in value if isinstance(item, ast.AST))
+                if mixed:
+                    nodes.extend(item for item in value if isinstance(item, ast.AST))
+                else:
+                    nodes.extend(value)
             elif isinstance(value, ast.AST):
                 nodes.append(value)
     return nodes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from weakref import WeakKeyDictionary
 
-from vllm_scaffold.doctor.reading.package import Module, walk_nodes
+from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
@@ -64,24 +64,34 @@ def _leaf_classes(index: ReleaseIndex) -> list[Symbol]:
     return _LEAVES[key]
 
 
-_LEFT: WeakKeyDictionary[ReleaseIndex, dict[tuple[str, ...], set[str]]] = WeakKeyDictionary()
+_LEFT: WeakKeyDictionary[ReleaseIndex, dict[tuple[str, str], set[str]]] = WeakKeyDictionary()
 
 
 def _left_abstract_by_vllm(index: ReleaseIndex, bases: list[Symbol]) -> set[str]:
     """Abstract methods of `bases` that a class of vLLM's own deriving from them leaves unimplemented while
     no vLLM class derives from it further: vLLM uses such classes as classes, never creating one (an
     attention backend's static methods: GDNAttentionBackend has no get_impl_cls), so nothing enforces them."""
-    memo = _LEFT.setdefault(index, {})
-    key = tuple(b.qualname for b in bases)
-    if key not in memo:
-        wanted = {(b.module, b.name) for b in bases}
-        left: set[str] = set()
+    below = _left_below(index)
+    left: set[str] = set()
+    for base in bases:
+        left |= below.get((base.module, base.name), set())
+    return left
+
+
+def _left_below(index: ReleaseIndex) -> dict[tuple[str, str], set[str]]:
+    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, read once per
+    release rather than once per plugin lineage."""
+    if index not in _LEFT:
+        below: dict[tuple[str, str], set[str]] = {}
         for leaf in _leaf_classes(index):
-            order = index.mro(leaf)[0]
-            if wanted & {(c.module, c.name) for c in order[1:]}:
-                left |= index.abstract_methods(leaf)
-        memo[key] = left
-    return memo[key]
+            ancestors = index.mro(leaf)[0][1:]
+            if not ancestors:
+                continue
+            abstract = index.abstract_methods(leaf)
+            for ancestor in ancestors:
+                below.setdefault((ancestor.module, ancestor.name), set()).update(abstract)
+        _LEFT[index] = below
+    return _LEFT[index]
 
 
 def _replaces_abstract_layer(classes: PluginClasses, out: Findings, node: ast.ClassDef) -> bool:
@@ -90,31 +100,41 @@ def _replaces_abstract_layer(classes: PluginClasses, out: Findings, node: ast.Cl
     that class abstract: vLLM uses the stand-in where it would use `Name` itself, which it never creates
     (a layer's subclasses are looked up under their own names: QwenGatedDeltaNetAttention, not
     GatedDeltaNetAttention; a factory class is asked for its get_moe_method, never instantiated)."""
-    names: set[str] = set()
-    for module in classes.package.parsed():
-        for _statement, owner, attr, value in replacements(module):
-            if isinstance(value, ast.Name) and value.id == node.name and attr[:1].isupper():
-                qualname = qualified(owner, classes.tables[module.name]) if isinstance(owner, ast.Name) else None
-                if qualname and qualname.split(".")[0] == "vllm":
-                    names.add(attr)
-        for n in module.of_type(ast.Dict, ast.Call):
-            if isinstance(n, ast.Dict):
-                for key, value in zip(n.keys, n.values, strict=True):
-                    if isinstance(key, ast.Constant) and isinstance(value, ast.Name) and value.id == node.name:
-                        names.add(str(key.value))
-            elif getattr(n.func, "attr", None) == "register_oot":
-                given = {k.arg: k.value for k in n.keywords}
-                target = given.get("name")
-                values = [*n.args, *given.values()]
-                if isinstance(target, ast.Constant) and any(
-                    isinstance(v, ast.Name) and v.id == node.name for v in values
-                ):
-                    names.add(str(target.value))
+    names = _stand_ins(classes).get(node.name, set())
     if not names:
         return False
     by_name = out.callers.vllm_classes
     index = classes.index
     return all(any(index.abstract_methods(symbol) for symbol in by_name.get(name, ())) for name in names)
+
+
+def _stand_ins(classes: PluginClasses) -> dict[str, set[str]]:
+    """Plugin class name -> the in-tree names it stands in for (see `_replaces_abstract_layer`), read in one
+    pass over the package whichever class asks."""
+    memo: dict[str, set[str]] | None = classes.__dict__.get("_stand_ins")
+    if memo is not None:
+        return memo
+    found: dict[str, set[str]] = {}
+    for module in classes.package.parsed():
+        for _statement, owner, attr, value in replacements(module):
+            if isinstance(value, ast.Name) and attr[:1].isupper():
+                qualname = qualified(owner, classes.tables[module.name]) if isinstance(owner, ast.Name) else None
+                if qualname and qualname.split(".")[0] == "vllm":
+                    found.setdefault(value.id, set()).add(attr)
+        for n in module.of_type(ast.Dict, ast.Call):
+            if isinstance(n, ast.Dict):
+                for key, value in zip(n.keys, n.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(value, ast.Name):
+                        found.setdefault(value.id, set()).add(str(key.value))
+            elif getattr(n.func, "attr", None) == "register_oot":
+                given = {k.arg: k.value for k in n.keywords}
+                target = given.get("name")
+                if isinstance(target, ast.Constant):
+                    for v in [*n.args, *given.values()]:
+                        if isinstance(v, ast.Name):
+                            found.setdefault(v.id, set()).add(str(target.value))
+    classes.__dict__["_stand_ins"] = found
+    return found
 
 
 def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) -> bool:
@@ -132,24 +152,42 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
             continue
         names = {name}
         names |= {a.asname for n in other.of_type(ast.ImportFrom) for a in n.names if a.name == name and a.asname}
-        skipped = in_annotations(other)
-        attribute_heads = {id(n.value) for n in other.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
-        allowed = set(attribute_heads)
-        for cls in other.of_type(ast.ClassDef):
-            allowed.update(id(b) for b in cls.bases)
-        for n in walk_nodes(other.tree):
-            if isinstance(n, ast.Name) and n.id in names:
-                if id(n) not in allowed | skipped:
+        by_id, strings = _names_and_strings(other)
+        found = [n for used in names for n in by_id.get(used, ())]
+        if found:
+            heads, allowed = _name_uses(other)
+            skipped = in_annotations(other)
+            for n in found:
+                if id(n) not in allowed and id(n) not in skipped:
                     return False
-                read = read or id(n) in attribute_heads
-            if (
-                isinstance(n, ast.Constant)
-                and isinstance(n.value, str)
-                and name in n.value
-                and (qualname in n.value.replace(":", ".") or n.value == name)
-            ):
+                read = read or id(n) in heads
+        for text in strings:
+            if name in text and (qualname in text.replace(":", ".") or text == name):
                 return False
     return read
+
+
+def _names_and_strings(module: Module) -> tuple[dict[str, list[ast.Name]], list[str]]:
+    """The module's Name nodes by identifier, and its string constants: listed once per module."""
+
+    def gather() -> tuple[dict[str, list[ast.Name]], list[str]]:
+        by_id: dict[str, list[ast.Name]] = {}
+        for n in module.of_type(ast.Name):
+            by_id.setdefault(n.id, []).append(n)
+        return by_id, [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str)]
+
+    return module.memoised("abstract-names", gather)
+
+
+def _name_uses(module: Module) -> tuple[set[int], set[int]]:
+    """id() of each Name an attribute is read from (`Name.attr`), and of those and the Names class statements
+    list as bases: the uses `_only_read_from` allows, asked only of modules that name the class."""
+
+    def gather() -> tuple[set[int], set[int]]:
+        heads = {id(n.value) for n in module.of_type(ast.Attribute) if isinstance(n.value, ast.Name)}
+        return heads, heads | {id(b) for cls in module.of_type(ast.ClassDef) for b in cls.bases}
+
+    return module.memoised("abstract-name-uses", gather)
 
 
 def _owner_of(index: ReleaseIndex, bases: list[Symbol], member: str) -> str:

@@ -37,7 +37,7 @@ def check_attributes(classes: PluginClasses, out: Findings, module: Module) -> N
         if place.type_checking:
             continue
         if shadowed is None:
-            shadowed = _shadowed_heads(module)
+            shadowed = _shadowed_heads(module, table)
         if id(node) in shadowed:
             continue
         missing = release.first_missing(name)
@@ -54,9 +54,19 @@ def check_attributes(classes: PluginClasses, out: Findings, module: Module) -> N
             )
 
 
-def _shadowed_heads(module: Module) -> set[int]:
+def _shadowed_heads(module: Module, table: dict[str, str]) -> set[int]:
     """Attribute reads inside a function whose head name is that function's parameter or local variable,
-    not the module-level vLLM import of the same name (`layer.w13_weight` with a parameter `layer`)."""
+    not the module-level vLLM import of the same name (`layer.w13_weight` with a parameter `layer`). Empty
+    when no parameter or assignment anywhere in the module binds a name `table` imports from vLLM: only
+    reads through those names are asked about, and most modules never rebind one."""
+    vllm_names = {name for name, target in table.items() if target.split(".")[0] == "vllm"}
+    rebound = any(a.arg in vllm_names for a in module.of_type(ast.arg)) or any(
+        n.id in vllm_names and isinstance(n.ctx, ast.Store) for n in module.of_type(ast.Name)
+    )
+    return module.memoised("shadowed-heads", lambda: _locals_read(module)) if rebound else set()
+
+
+def _locals_read(module: Module) -> set[int]:
     shadowed: set[int] = set()
     for function in module.of_type(ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
         args = function.args
@@ -85,13 +95,13 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
             return
         lineage_classes += more[0]
         bases += more[1]
-    defined = set(classes.stored_by_package)
+    if any(_sets_computed_attributes(classes, cls) for cls in lineage_classes):
+        return
+    stored = classes.stored_by_package  # anything the package assigns anywhere, looked up rather than copied
+    defined: set[str] = set()
     for cls in lineage_classes:
         defined |= class_body_names(cls)
-        for stmt in cls.body:
-            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and sets_computed_attributes(stmt):
-                return
-    if defined & {"__getattr__", "__getattribute__", "__slots__"}:
+    if any(n in defined or n in stored for n in ("__getattr__", "__getattribute__", "__slots__")):
         return
     reported: set[str] = set()
     for method in node.body:
@@ -110,7 +120,7 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
             ):
                 continue
             name = read.attr
-            if name in defined or name in reported or is_dunder(name):
+            if name in defined or name in stored or name in reported or is_dunder(name):
                 continue
             if any(classes.index.instance_attribute(base, name) is not False for base in bases):
                 continue
@@ -124,6 +134,34 @@ def check_self_attributes(classes: PluginClasses, out: Findings, module: Module,
                 "AttributeError",
                 f"read what {owners} has in this release instead (renamed?), or assign self.{name} yourself",
             )
+
+
+def _sets_computed_attributes(classes: PluginClasses, node: ast.ClassDef) -> bool:
+    """Whether a method of the class sets attributes by computed name; asked once per class and package, since
+    every class of a lineage asks about its bases again, and only of classes whose module has such a node."""
+    memo: dict[int, bool] | None = classes.__dict__.get("_sets_computed_attributes")
+    if memo is None:
+        quiet = {m.name for m in classes.package.parsed() if not _may_compute_attributes(m)}
+        memo = {id(cls): False for module, cls in classes.classes.values() if module.name in quiet}
+        classes.__dict__["_sets_computed_attributes"] = memo
+    if id(node) not in memo:
+        memo[id(node)] = any(
+            isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and sets_computed_attributes(stmt)
+            for stmt in node.body
+        )
+    return memo[id(node)]
+
+
+def _may_compute_attributes(module: Module) -> bool:
+    """Whether the module holds anything `sets_computed_attributes` looks for: a `setattr` whose name is not
+    a constant, a `vars(...)` call, or `__dict__`."""
+    for call in module.of_type(ast.Call):
+        called = getattr(call.func, "id", None)
+        if called == "vars" or (
+            called == "setattr" and len(call.args) >= 2 and not isinstance(call.args[1], ast.Constant)
+        ):
+            return True
+    return any(n.attr == "__dict__" for n in module.of_type(ast.Attribute))
 
 
 def starts_after(call: ast.Call, node: ast.ClassDef) -> bool:
@@ -145,10 +183,13 @@ def check_super_calls(
         return
     if any(b in classes for b in classes.bases(module, node)):
         return  # super() may land in the plugin's own class first
+    if not any(node.lineno <= line <= (node.end_lineno or line) for line in _super_lines(module)):
+        return  # no super() call within the class's lines
     for stmt in node.body:
         if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
-        for read in ast.walk(stmt):
+        inside = walk_nodes(stmt)
+        for read in inside:
             if (
                 isinstance(read, ast.Attribute)
                 and isinstance(read.value, ast.Call)
@@ -164,9 +205,17 @@ def check_super_calls(
                     "AttributeError",
                     "do on this release what the removed member did, or skip the call where it is missing",
                 )
-        for call in ast.walk(stmt):
+        for call in inside:
             if isinstance(call, ast.Call):
                 _super_call_arguments(classes, out, module, node, stmt, call, bases)
+
+
+def _super_lines(module: Module) -> list[int]:
+    """The lines of the module's `super(...)` calls: a class with none within its lines has nothing to check."""
+    return module.memoised(
+        "super-lines",
+        lambda: [c.lineno for c in module.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == "super"],
+    )
 
 
 def _super_call_arguments(
