@@ -46,6 +46,22 @@ def test_no_note_for_a_package_with_nothing_loaded_in_workers(tmp_path: Path) ->
     assert cluster_note(context(tmp_path)) == []
 
 
+LOGITS_ONLY = """
+[project]
+name = "only-logits"
+version = "0"
+[project.entry-points."vllm.logits_processors"]
+only_logits = "only_logits:Processor"
+"""
+
+
+def test_a_logits_processor_is_noted_since_every_worker_loads_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(LOGITS_ONLY, encoding="utf-8")
+    (tmp_path / "only_logits.py").write_text("class Processor:\n    pass\n", encoding="utf-8")
+    (note,) = cluster_note(context(tmp_path))
+    assert "vllm.logits_processors" in note.where
+
+
 @pytest.mark.parametrize(("environ", "noted"), [({}, False), ({"RAY_ADDRESS": "10.0.0.5:6379"}, True)])
 def test_the_note_appears_only_where_ray_is_in_play(environ: dict[str, str], noted: bool) -> None:
     report = diagnose(GENERAL_PLUGIN, live=False, environ=environ)

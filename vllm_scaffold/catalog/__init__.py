@@ -135,7 +135,9 @@ def _seam_from_table(path: Path, table: dict[str, object]) -> Seam:
         values[name] = tuple(value) if name in _LIST_FIELDS else value  # type: ignore[arg-type]
     if "pitfalls" in values:  # a pitfall may state a vLLM fact as {fact:KEY} (vllm_facts/facts.toml)
         values["pitfalls"] = tuple(expand(str(p)) for p in values["pitfalls"])  # type: ignore[union-attr]
-    for name in CLAIM_FIELDS:  # so may each field that says how vLLM treats the seam
+    # so may each field that says how vLLM treats the seam, and the summary and enable lines the generated
+    # READMEs and pyproject records show
+    for name in (*CLAIM_FIELDS, "summary", "enable"):
         value = values.get(name)
         if isinstance(value, str):
             values[name] = expand(value)

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts.facts import expand
 
 REGISTRIES_FILE = Path(__file__).parent / "registries.toml"
 STATUSES = ("templated", "explained", "internal")
@@ -88,8 +89,16 @@ def registry_from_table(key: str, table: dict[str, object], where: str = REGISTR
             raise ScaffoldError(f"{where} [{key}] has '{name}', which only a {only} entry has", f"remove '{name}'")
     if not table.get("registration") and not table.get("group"):
         raise ScaffoldError(f"{where} [{key}] names neither a registration nor a group", "add one")
-    values = {name: tuple(value) if name in _TUPLES else value for name, value in table.items()}  # type: ignore[arg-type]
+    values = {name: _stated(name, value) for name, value in table.items()}
     return Registry(key=key, **values)  # type: ignore[arg-type]
+
+
+def _stated(name: str, value: object) -> object:
+    """A field's value, each text with its `{fact:KEY}` replaced by the claim (vllm_facts/facts.toml), as the
+    seams' claim fields are."""
+    if name in _TUPLES:
+        return tuple(expand(str(item)) for item in value)  # type: ignore[attr-defined]
+    return expand(value) if isinstance(value, str) else value
 
 
 @cache

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
+from vllm_scaffold.vllm_facts.facts import expand
 
 ROUTES_FILE = Path(__file__).parent / "routing" / "routes.toml"
 
@@ -110,7 +111,8 @@ def _record(cls: type, table: dict, where: str) -> object:
             f"{ROUTES_FILE.name}: {where} has an unknown key '{sorted(unknown)[0]}'",
             f"declare it in vllm_scaffold/catalog/routes.py ({cls.__name__}), or remove it",
         )
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
+    # A `why` may state a vLLM fact as {fact:KEY} (vllm_facts/facts.toml), as the catalog's claim fields do.
+    values = {k: tuple(v) if isinstance(v, list) else expand(v) if k == "why" else v for k, v in table.items()}
     try:
         return cls(**values)
     except TypeError as error:
@@ -155,7 +157,7 @@ def load_routes(path: Path = ROUTES_FILE) -> Routes:
         rule = _record(ForkRule, table, f"[[fork]] number {number}")
         assert isinstance(rule, ForkRule)
         forks.append(rule)
-    reasons = dict(data.get("reasons", {}))
+    reasons = {key: expand(text) for key, text in data.get("reasons", {}).items()}
     if set(reasons) != set(REASONS):
         odd = sorted(set(reasons) ^ set(REASONS))[0]
         raise ScaffoldError(f"{ROUTES_FILE.name}: [reasons] '{odd}' is missing or unknown", f"give exactly {REASONS}")

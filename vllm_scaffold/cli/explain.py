@@ -92,8 +92,8 @@ def _registry_text(registry: Registry) -> list[str]:
     return [
         *head,
         f"Registration: {registry.call}.",
-        f"Loaded by: {registry.processes}.",
-        f"Duplicates: {registry.duplicate_policy}.",
+        f"Loaded by: {registry.processes.rstrip('.')}.",
+        f"Duplicates: {registry.duplicate_policy.rstrip('.')}.",
         "",
         "How a user selects it:",
         *(f"  - {line}" for line in registry.selection),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router, mentioned
+from vllm_scaffold.vllm_facts.facts import expand
 from vllm_scaffold.vllm_facts.symbol_diff import ADDED, CLASS, FUNCTION, METHOD, Change, class_shell
 
 FEATURES_FILE = Path(__file__).parents[1] / "catalog" / "routing" / "features.toml"
@@ -55,7 +56,9 @@ def load_rules(path: Path = FEATURES_FILE) -> dict[str, FeatureRule]:
         unknown = set(table) - known
         if unknown:
             raise ScaffoldError(f"{path.name}: [{key}] has an unknown key '{sorted(unknown)[0]}'", "remove it")
-        rules[key] = FeatureRule(**{k: tuple(v) if isinstance(v, list) else v for k, v in table.items()})
+        # a `why` may state a vLLM fact as {fact:KEY} (vllm_facts/facts.toml)
+        values = {k: tuple(v) if isinstance(v, list) else expand(v) if k == "why" else v for k, v in table.items()}
+        rules[key] = FeatureRule(**values)
     return rules
 
 

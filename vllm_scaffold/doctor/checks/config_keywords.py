@@ -20,7 +20,7 @@ from vllm_scaffold.doctor.reading.guards import GuardKind, guards
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage
 from vllm_scaffold.doctor.reading.source import aliases, qualified
 from vllm_scaffold.doctor.report.findings import Finding
-from vllm_scaffold.vllm_facts import ReleaseIndex
+from vllm_scaffold.vllm_facts import ReleaseIndex, facts
 
 CONFIG_MODULES = "vllm.config."
 # A field of every pydantic class that the index leaves out of a class's names (pydantic's own setting).
@@ -120,7 +120,8 @@ def _finding(module: Module, call: ast.Call, written: str, unknown: list[str], i
     return Finding(
         "vllm-config-keyword-unknown",
         module.where(call),
-        f"{cls}(...) is given {names}, which {cls} in vLLM {index.version} does not have: its constructor forbids "
-        "unknown fields and raises a ValidationError (Unexpected keyword argument) where this line runs",
+        f"{cls}(...) is given {names}, which {cls} in vLLM {index.version} does not have, so this line raises a "
+        "ValidationError (Unexpected keyword argument). "
+        + facts.holding("config-classes-forbid-extra-fields", index.version).claim,
         f"drop or rename the keyword to the field vLLM {index.version}'s {cls} has",
     )

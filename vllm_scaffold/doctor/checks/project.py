@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import facts
 
 
 @check("entry-points-unread", "no-modules-read", "no-vllm-entry-points")
@@ -44,8 +45,11 @@ def nothing_read(target: Target) -> list[Finding]:
             Finding(
                 "no-vllm-entry-points",
                 project.name,
-                f"{project.name} declares no entry point in a vllm.* group (read: {read_from}): vLLM never "
-                "loads it by itself, only code that imports it does (e.g. kv_connector_module_path)",
+                f"{project.name} declares no entry point in a vllm.* group (read: {read_from}): only code that "
+                "imports it, or a name given in an option, reaches it. "
+                + facts.fact("entry-point-groups").text()
+                + " "
+                + facts.fact("classes-loaded-by-name").text(),
                 'declare [project.entry-points."vllm.general_plugins"] (or the group of its kind) if vLLM '
                 "should load it; nothing to do for a library vLLM reaches by module path",
             )

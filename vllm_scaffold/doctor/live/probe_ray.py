@@ -13,10 +13,13 @@ from vllm_scaffold.doctor.live.probe import ProbeFailed, installed_privately, ru
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.installed import cache_dir
 from vllm_scaffold.doctor.report.findings import Finding
+from vllm_scaffold.vllm_facts import facts
 
 RAY_PROBE_TIMEOUT_S = 1200
-# The groups vLLM loads in its workers (and so in Ray actors).
-WORKER_GROUPS = ("vllm.general_plugins", "vllm.platform_plugins")
+# The groups vLLM loads in its workers (and so in Ray actors): the general plugins and the platform in every
+# process, and the logits processors where the model runner is built (facts general-plugins-every-process,
+# logits-processor-processes).
+WORKER_GROUPS = ("vllm.general_plugins", "vllm.platform_plugins", "vllm.logits_processors")
 EXECUTORS = ("ray",)
 SECTION = "Ray clusters (`--executor ray`)"  # of codes.toml
 # The engine core in its own process (it joins the front end's cluster), and `collective_rpc` allowed to send
@@ -45,7 +48,8 @@ def cluster_note(ctx: Context) -> list[Finding]:
             _where(*entry_points[0]),
             f"vLLM's Ray workers load {dist} from the node they run on: on a cluster started separately "
             "(`ray start`, multi-node) the plugin reaches them only if it is installed on every node or sent "
-            "with the front end's Ray runtime environment; otherwise the workers run without it, silently",
+            "with the front end's Ray runtime environment; otherwise the workers run without it, silently. "
+            + facts.fact("ray-runtime-env-passed").text(),
             f"install {dist} in the same environment on every node, or call "
             f"`ray.init(address=..., runtime_env={{'pip': ['{dist}']}})` (or "
             "`{'env_vars': {'PYTHONPATH': <a directory every node can read>}}`) before creating the engine; "
@@ -58,7 +62,7 @@ def ray_findings(ctx: Context) -> tuple[list[Finding], str]:
     """Runs the Ray probe; the findings and where the engine ran. Raises ProbeFailed when it cannot run."""
     entry_points = worker_entry_points(ctx)
     if not entry_points:
-        return [], "nothing of the package loads in workers"
+        return [], f"the package has no entry point in {', '.join(WORKER_GROUPS)}"
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -94,9 +98,9 @@ def missing_in_workers(ctx: Context, entry_points: list[tuple[str, str, str]], r
             Finding(
                 "ray-worker-missing-plugin",
                 _where(*entry_point),
-                f"{ctx.package.dist_name} loads in the front end but not in {len(missing)} of "
-                f"{len(result['workers'])} Ray workers ({workers}; cluster {result['cluster']}): the engine runs "
-                "there without it and nothing says so",
+                f"{ctx.package.dist_name} was imported in the front end but not in {len(missing)} of "
+                f"{len(result['workers'])} Ray workers ({workers}; cluster {result['cluster']}), and the engine ran "
+                "on them without it",
                 f"install {ctx.package.dist_name} on every node of the cluster, or pass it in the front end's "
                 f"`ray.init(runtime_env={{'pip': ['{ctx.package.dist_name}']}})` "
                 "(or `{'env_vars': {'PYTHONPATH': ...}}`) before creating the engine",

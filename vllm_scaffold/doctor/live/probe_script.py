@@ -164,20 +164,31 @@ CONFLICTS = {
 CONFLICT_FIX = {
     "attention-backend-conflict": "select one package (uninstall the other, or exclude its general plugin "
     "from VLLM_PLUGINS); register under a new upper-case name instead of a shared member",
-    "custom-op-conflict": "only one installed plugin may replace an op: the second register_oot raises "
-    "AssertionError in every process; uninstall one or exclude its general plugin from VLLM_PLUGINS",
+    "custom-op-conflict": "keep one plugin that replaces the op: uninstall the other, or exclude its general plugin "
+    "from VLLM_PLUGINS",
     "kv-connector-name-taken": "register the connector under a name no other installed plugin uses",
     "offloading-spec-name-taken": "register the spec under a name no other installed plugin uses, or select it "
     "with spec_module_path in kv_connector_extra_config instead of registering it",
 }
 
 
-LAST_WINS = "the plugin vLLM loads last wins, in entry-point order"
-# Registries whose second registration of a name raises: the general plugin vLLM calls second stops the process.
-OUTCOME = {
-    "offloading_spec": "the general plugin vLLM calls second raises ValueError, and vLLM calls general plugins "
-    "unguarded, so every vLLM process stops at start-up. " + facts.fact("offloading-spec-duplicate-raises").text(),
+# The fact that says what a second registration of a name does in each registry: the attention overrides keep the
+# last one; the others raise, and the general plugin that makes the second registration stops the process.
+SECOND_REGISTRATION = {
+    "attention": "attention-override-overwrites",
+    "mamba_attention": "attention-override-overwrites",
+    "custom_op": "custom-op-duplicate-asserts",
+    "kv_connector": "kv-connector-duplicate-raises",
+    "offloading_spec": "offloading-spec-duplicate-raises",
 }
+
+
+def conflict_outcome(registry: str) -> str:
+    """What vLLM does when two installed general plugins register one name in `registry`."""
+    second = facts.fact(SECOND_REGISTRATION[registry]).text()
+    if registry in ("attention", "mamba_attention"):
+        return f"{second} {facts.fact('general-plugins-discovery-order').text()}"
+    return f"{second} {facts.fact('general-plugin-unguarded').text()}"
 
 
 def check_conflicts(own_changes: dict, registries: Registries, baseline: dict, others: list[dict]) -> None:
@@ -198,7 +209,7 @@ def check_conflicts(own_changes: dict, registries: Registries, baseline: dict, o
                     code,
                     label.format(key=key_name(key)),
                     f"{label.format(key=key_name(key))} is registered by this package and by {ep['dist']} "
-                    f"(general plugin {ep['name']}): {OUTCOME.get(registry, LAST_WINS)}",
+                    f"(general plugin {ep['name']}): {conflict_outcome(registry)}",
                     CONFLICT_FIX[code],
                 )
     registries.restore(baseline)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place
+from vllm_scaffold.vllm_facts import facts
 
 # The logits-processor interfaces: the V1 runner's (gone in 0.34) and Model Runner V2's.
 LOGITS_GROUP = "vllm.logits_processors"
@@ -44,10 +45,8 @@ def check_logits_processor_interfaces(classes: PluginClasses, out: Findings) -> 
         out.report(
             "logits-processor-not-v2",
             Place.unguarded(module, node),
-            f"{node.name}, the `{ep.name}` entry point of {LOGITS_GROUP}, {derives}: Model Runner V2 is "
-            f"{classes.release.label}'s only runner, and its loader refuses a class that is not a subclass of "
-            f"{V2_LOGITS_PUBLIC} with ValueError when the front end starts, so no engine of a generation "
-            "model starts in the environment",
+            f"{node.name}, the `{ep.name}` entry point of {LOGITS_GROUP}, {derives}. "
+            + facts.fact("logits-v1-interface-removed").text(),
             V1_LOGITS_FIX,
         )
 

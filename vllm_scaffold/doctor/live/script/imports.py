@@ -85,8 +85,8 @@ def probe_imports(own: list[dict[str, str]]) -> None:
             report(
                 "import-cost-torch",
                 where(ep),
-                f"importing {module} imports torch (directly or through vllm), which costs seconds in every "
-                "vLLM process, including the front end",
+                f"importing {module} imports torch (directly or through vllm), which costs seconds wherever "
+                f"it is imported. {loaded_in(ep['group'])}",
                 "import torch and vLLM inside the functions that need them; keep the entry-point module light",
             )
 

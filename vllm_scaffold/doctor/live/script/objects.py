@@ -38,18 +38,29 @@ def object_fits(ep: dict[str, str], obj) -> str | None:
             return f"it is a {type(obj).__name__}, not a callable"
         required = required_parameters(obj)
         if required:
-            return f"vLLM calls it with no arguments but it requires {required}"
+            return f"it requires {required} arguments. " + facts.fact("entry-point-callables-called-bare").text()
         return None
     if group == STAT_LOGGER:
         from vllm.v1.metrics.loggers import StatLoggerBase
 
         if not (isinstance(obj, type) and issubclass(obj, StatLoggerBase)):
-            return "vLLM wants a StatLoggerBase subclass (a class, not a factory) and raises TypeError"
+            return (
+                "it is not a StatLoggerBase subclass (a class, not a factory). "
+                + facts.fact("stat-logger-class-checked").text()
+            )
         return None
     if group == LOGITS:
-        bases = tuple(base for base in logits_bases() if base is not None)
-        if not (isinstance(obj, type) and issubclass(obj, bases)):
-            return "vLLM wants a LogitsProcessor class (V1 or V2 interface) and fails at startup"
+        v1, v2 = logits_bases()
+        if v1 is None and not (isinstance(obj, type) and issubclass(obj, v2)):
+            return (
+                "it is not a subclass of Model Runner V2's LogitsProcessor. "
+                + facts.fact("logits-v1-interface-removed").text()
+            )
+        if v1 is not None and not (isinstance(obj, type) and issubclass(obj, (v1, v2))):
+            return (
+                "it derives from neither LogitsProcessor interface (V1 or V2). "
+                + facts.fact("logits-v2-rejects-v1").text()
+            )
     return None
 
 
@@ -85,12 +96,12 @@ def check_logits_processor(ep: dict[str, str], cls) -> None:
         else ": this vLLM has no other runner"
     )
     if not issubclass(cls, v2 if v2_runner else v1):  # a class may implement both interfaces
+        outcome = facts.fact("logits-v2-rejects-v1").text() if v2_runner else "It cannot run there."
         report(
             "logits-runner-mismatch",
             where(ep),
             f"{cls.__name__} implements only the {'V1' if is_v1 else 'V2'} LogitsProcessor interface but this platform "
-            f"runs the {runner} model runner: engine startup fails with ValueError (every installed processor "
-            "is loaded, VLLM_PLUGINS does not apply)",
+            f"runs the {runner} model runner. {outcome} " + facts.fact("logits-processor-group-unfiltered").text(),
             f"implement {V2_BASE if v2_runner else V1_BASE}{pin}",
         )
     if is_v1:
