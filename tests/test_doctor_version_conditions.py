@@ -1,0 +1,116 @@
+"""The evaluator of the vLLM version conditions plugins write: each shape published plugins use, decided on one
+release, and the conditions it must leave undecided rather than guess."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.reading.versions import holds_on
+
+
+def _module(source: str) -> Module:
+    return Module("fx_plugin.plugin", Path("plugin.py"), "plugin.py", False, ast.parse(dedent(source)))
+
+
+def _decide(source: str, version: str = "0.32.0") -> bool | None:
+    """The value, on `version`, of the test of the module's last `if` (inside `register()` when there is one)."""
+    module = _module(source)
+    test = [node for node in ast.walk(module.tree) if isinstance(node, ast.If)][-1].test  # type: ignore[arg-type]
+    return holds_on(module, test, version)
+
+
+HEADER = "import vllm\nfrom packaging.version import Version\nfrom packaging import version as pv\n"
+
+DECIDED = {
+    "version-literals": ('if Version(vllm.__version__) >= Version("0.12.0"): pass', True),
+    "chained": ('if Version("0.12.0") <= Version(vllm.__version__) < Version("0.17.0"): pass', False),
+    "names-in-function": (
+        """
+        def register():
+            current = Version(vllm.__version__)
+            lowest = Version("0.12.0")
+            highest = Version("0.17.0")
+            if lowest > current or current >= highest:
+                raise RuntimeError("unsupported")
+        """,
+        True,
+    ),
+    "module-constant": (
+        """
+        VLLM_VERSION = Version(vllm.__version__)
+        OLDEST = Version("0.30")
+        if VLLM_VERSION >= OLDEST: pass
+        """,
+        True,
+    ),
+    "packaging-parse": ('if pv.parse(vllm.__version__) < pv.parse("0.10"): pass', False),
+    "startswith": ('if vllm.__version__.startswith("0.3"): pass', True),
+    "startswith-other": ('if vllm.__version__.startswith("0.10"): pass', False),
+    "split-tuple": ('if tuple(int(p) for p in vllm.__version__.split(".")[:2]) >= (0, 32): pass', True),
+    "split-map": ('if tuple(map(int, vllm.__version__.split(".")[:2])) < (0, 30): pass', False),
+    "version-tuple": ("if vllm.__version_tuple__[:2] == (0, 32): pass", True),
+    "from-import": ('from vllm import __version__ as VLLM_VERSION\nif VLLM_VERSION != "0.18.0": pass', True),
+    "not-and-or": (
+        'if not (Version(vllm.__version__) < Version("0.30") or Version(vllm.__version__) >= Version("0.40")): pass',
+        True,
+    ),
+    "helper-without-arguments": (
+        """
+        def _supported():
+            return Version(vllm.__version__) >= Version("0.30")
+        if not _supported(): pass
+        """,
+        False,
+    ),
+    "helper-with-argument": (
+        """
+        def is_vllm_at_least(target):
+            return Version(vllm.__version__) >= Version(target)
+        if is_vllm_at_least("0.33.0"): pass
+        """,
+        False,
+    ),
+    "metadata-version": (
+        'import importlib.metadata\nif Version(importlib.metadata.version("vllm")) >= Version("0.30"): pass',
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DECIDED))
+def test_each_shape_is_decided_on_the_release(shape: str) -> None:
+    source, expected = DECIDED[shape]
+    assert _decide(HEADER + dedent(source)) is expected
+
+
+UNDECIDED = {
+    "a-setting": "import os\nif vllm.__version__ != os.environ['FX_PIN']: pass",
+    "a-parameter": "def register(pin):\n    if vllm.__version__ != pin:\n        raise RuntimeError(pin)",
+    "assigned-twice": 'PIN = "0.10"\nPIN = "0.32"\nif vllm.__version__.startswith(PIN): pass',
+    "read-from-a-file": "PIN = open('pin.txt').read()\nif vllm.__version__ != PIN: pass",
+    "another-package": 'import torch\nif Version(torch.__version__) >= Version("2.5"): pass',
+    "python-version": "import sys\nif sys.version_info >= (3, 12): pass",
+    "helper-of-a-setting": (
+        "import os\ndef pinned():\n    return os.environ.get('PIN')\nif vllm.__version__ != pinned(): pass"
+    ),
+    "version-and-setting": 'import os\nif vllm.__version__.startswith("0.3") and os.environ.get("X"): pass',
+}
+
+
+@pytest.mark.parametrize("shape", sorted(UNDECIDED))
+def test_what_the_code_alone_cannot_decide_stays_undecided(shape: str) -> None:
+    assert _decide(HEADER + UNDECIDED[shape]) is None
+
+
+def test_a_version_tuple_of_a_local_build_is_not_guessed() -> None:
+    assert _decide(HEADER + "if vllm.__version_tuple__[:2] == (0, 32): pass", "0.32.0+cpu") is None
+    assert _decide(HEADER + 'if Version(vllm.__version__) >= Version("0.30"): pass', "0.32.0+cpu") is True
+
+
+def test_no_release_decides_nothing() -> None:
+    assert _decide(HEADER + 'if vllm.__version__.startswith("0.3"): pass', "") is None
