@@ -69,7 +69,19 @@ BROKEN["general-plugin-refuses-release"] = Variant(
                 raise RuntimeError(f"vLLM {vllm.__version__} is outside the releases this plugin supports")
             from vllm import ModelRegistry
 
-            ModelRegistry.register_model("FxForCausalLM", "fx_general_plugin_refuses_release.model:FxForCausalLM")
+            from fx_general_plugin_refuses_release import model
+
+            ModelRegistry.register_model("FxForCausalLM", model.FxForCausalLM)
+        ''',
+        # Imported only after the pin: 0.32 never runs it, so what it lacks there is not reported.
+        "model.py": '''
+        """The Fx model, written against the vLLM releases the pin accepts."""
+        from vllm.multimodal.inputs import MultiModalDataDict
+
+
+        class FxForCausalLM:
+            def embed_multimodal(self, data: MultiModalDataDict) -> None:
+                self.data = data
         ''',
     }
 )

@@ -8,9 +8,12 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from doctor_variants import Variant, write
+from doctor_variants_installed import BROKEN
 
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.versions import holds_on
+from vllm_scaffold.doctor.runner import diagnose
 
 
 def _module(source: str) -> Module:
@@ -114,3 +117,48 @@ def test_a_version_tuple_of_a_local_build_is_not_guessed() -> None:
 
 def test_no_release_decides_nothing() -> None:
     assert _decide(HEADER + 'if vllm.__version__.startswith("0.3"): pass', "") is None
+
+
+def test_code_behind_a_pin_that_raises_on_the_release_is_not_reached_there(tmp_path: Path) -> None:
+    report = diagnose(
+        write("general-plugin-refuses-release", BROKEN["general-plugin-refuses-release"], tmp_path), live=False
+    )
+    assert report.codes == {"general-plugin-refuses-release"}
+    [hidden] = [f for f in report.findings if f.code == "vllm-import-missing"]
+    assert hidden.suppressed is not None and "version pin at src/" in hidden.suppressed
+    assert [(link.claim, link.holds) for link in hidden.chain][-1] == ("the code runs", False)
+
+
+def test_code_behind_a_pin_that_admits_the_release_is_reached(tmp_path: Path) -> None:
+    """Before the pin was evaluated, the module imported after it counted as reached only under a condition,
+    and its missing import was a warning; on 0.32, which the pin admits, it is an error."""
+    variant = Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+            import vllm
+            from packaging.version import Version
+
+
+            def register() -> None:
+                if Version(vllm.__version__) < Version("0.30.0"):
+                    raise RuntimeError("this plugin needs vLLM 0.30 or later")
+                from fx_pin_admits import model
+
+                model.FxModel.ready = True
+            ''',
+            "model.py": '''
+            """The Fx model."""
+            from vllm.multimodal.inputs import MultiModalDataDict
+
+
+            class FxModel:
+                ready = False
+                data: MultiModalDataDict | None = None
+            ''',
+        }
+    )
+    report = diagnose(write("pin-admits", variant, tmp_path), live=False)
+    [found] = [f for f in report.active if f.code == "vllm-import-missing"]
+    assert found.severity == "error", found.message
+    assert all(link.holds for link in found.chain)

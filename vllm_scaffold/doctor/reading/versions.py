@@ -306,13 +306,27 @@ def enclosing_function(module: Module, node: ast.AST) -> ast.FunctionDef | ast.A
     return found
 
 
+def _reader(module: Module, test: ast.expr) -> VersionReader:
+    """The reader of the function around `test` (of the module level outside any), built once per function."""
+    scope = enclosing_function(module, test)
+    readers = module.memoised("version-readers", dict[int, VersionReader])
+    key = id(scope)
+    if key not in readers:
+        readers[key] = VersionReader(module, scope if scope is not None else ast.Module(body=[], type_ignores=[]))
+    return readers[key]
+
+
+def reads_version(module: Module, test: ast.expr) -> bool:
+    """Whether `test` reads vLLM's version, directly or through the names and helpers it is built from."""
+    return _reader(module, test).reads_version(test)
+
+
 def holds_on(module: Module, test: ast.expr, version: str | None) -> bool | None:
     """Whether the vLLM version condition `test` holds with vLLM at `version`, read in the function around it;
     None when `version` is unknown, the test does not read vLLM's version, or it cannot be decided."""
     if not version:
         return None
-    scope = enclosing_function(module, test)
-    reader = VersionReader(module, scope if scope is not None else ast.Module(body=[], type_ignores=[]))
+    reader = _reader(module, test)
     if not reader.reads_version(test):
         return None
     return reader.evaluate(test, version)
