@@ -13,7 +13,7 @@ from doctor_variants_installed import BROKEN
 
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.versions import holds_on
-from vllm_scaffold.doctor.runner import diagnose
+from vllm_scaffold.doctor.runner import diagnose, diagnose_releases
 
 
 def _module(source: str) -> Module:
@@ -162,3 +162,35 @@ def test_code_behind_a_pin_that_admits_the_release_is_reached(tmp_path: Path) ->
     [found] = [f for f in report.active if f.code == "vllm-import-missing"]
     assert found.severity == "error", found.message
     assert all(link.holds for link in found.chain)
+
+
+_OLD_RELEASE_BRANCH = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: vLLM calls register() in every process."""
+        import vllm
+        from packaging.version import Version
+
+        if Version(vllm.__version__) < Version("0.20.0"):
+            from vllm.multimodal.inputs import MultiModalDataDict
+        else:
+            MultiModalDataDict = dict
+
+
+        def register() -> None:
+            vllm.FX_DATA = MultiModalDataDict
+        ''',
+    }
+)
+
+
+def test_a_version_branch_the_release_does_not_take_is_not_reported(tmp_path: Path) -> None:
+    root = write("old-release-branch", _OLD_RELEASE_BRANCH, tmp_path)
+    assert "vllm-import-guarded" not in diagnose(root, live=False).codes
+    assert all("vllm-import-guarded" not in report.codes for report in diagnose_releases(root, ["0.32.0"]))
+
+
+def test_a_version_branch_doctor_cannot_decide_stays_guarded(tmp_path: Path) -> None:
+    """A bound it cannot read (a name defined nowhere here) leaves the branch as it was: a guarded import."""
+    taken = Variant({"plugin.py": _OLD_RELEASE_BRANCH.files["plugin.py"].replace('< Version("0.20.0")', ">= OLD")})
+    assert "vllm-import-guarded" in diagnose(write("taken-branch", taken, tmp_path), live=False).codes
