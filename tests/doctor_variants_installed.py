@@ -51,7 +51,67 @@ BROKEN["version-range-excludes-release"] = Variant(
     pyproject=_PLATFORM_ENTRY_POINT.format(package="fx_version_range_excludes_release"),
 )
 
+# A general plugin pinned to vLLM 0.12 to 0.16 that raises outside the pin, with the bounds bound to names first
+# (as published plugins write it): on the installed 0.32 every vLLM process stops in register().
+BROKEN["general-plugin-refuses-release"] = Variant(
+    {
+        "plugin.py": '''
+        """The general plugin: vLLM calls register() in every process."""
+        import vllm
+        from packaging.version import Version
+
+
+        def register() -> None:
+            current = Version(vllm.__version__)
+            oldest = Version("0.12.0")
+            first_unsupported = Version("0.17.0")
+            if oldest > current or current >= first_unsupported:
+                raise RuntimeError(f"vLLM {vllm.__version__} is outside the releases this plugin supports")
+            from vllm import ModelRegistry
+
+            from fx_general_plugin_refuses_release import model
+
+            ModelRegistry.register_model("FxForCausalLM", model.FxForCausalLM)
+        ''',
+        # Imported only after the pin: 0.32 never runs it, so what it lacks there is not reported.
+        "model.py": '''
+        """The Fx model, written against the vLLM releases the pin accepts."""
+        from vllm.multimodal.inputs import MultiModalDataDict
+
+
+        class FxForCausalLM:
+            def embed_multimodal(self, data: MultiModalDataDict) -> None:
+                self.data = data
+        ''',
+    }
+)
+
 CLEAN: dict[str, Variant] = {
+    # The same pin admits the installed 0.32 (a chained comparison through names bound to literal versions,
+    # and an assert on a version string): register() goes on to register its model.
+    "general-plugin-pin-admits-release": Variant(
+        {
+            "plugin.py": '''
+            """The general plugin: vLLM calls register() in every process."""
+            import vllm
+            from packaging.version import Version
+
+            OLDEST = Version("0.30.0")
+
+
+            def register() -> None:
+                assert vllm.__version__.startswith("0."), "the plugin supports vLLM 0.x"
+                first_unsupported = Version("0.40.0")
+                if not OLDEST <= Version(vllm.__version__) < first_unsupported:
+                    raise RuntimeError(f"vLLM {vllm.__version__} is outside the releases this plugin supports")
+                from vllm import ModelRegistry
+
+                ModelRegistry.register_model(
+                    "FxForCausalLM", "fx_general_plugin_pin_admits_release.model:FxForCausalLM"
+                )
+            ''',
+        }
+    ),
     # The range, read through packaging and a helper, includes the installed 0.32: the detector goes on to
     # probe the device. A general plugin testing a version tuple the same way registers as usual.
     "version-range-includes-release": Variant(
@@ -274,6 +334,12 @@ CLEAN: dict[str, Variant] = {
 }
 
 CONTRASTS: dict[str, tuple[str, str, str, str]] = {
+    "general-plugin-pin-admits-release": (
+        "plugin.py",
+        'first_unsupported = Version("0.40.0")',
+        'first_unsupported = Version("0.31.0")',
+        "general-plugin-refuses-release",
+    ),
     "version-range-includes-release": (
         "detect.py",
         'Version("0.30") <= VLLM_VERSION < Version("0.40")',

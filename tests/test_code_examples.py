@@ -455,6 +455,7 @@ IN_SOURCES: list[tuple[str, str, dict[str, str], bool]] = [
 # Codes whose example notes name a release for another reason than vLLM's API.
 RELEASE_NOTE_ELSEWHERE = {
     "version-range-excludes-release": "the note is about the example's own version test",
+    "general-plugin-refuses-release": "the note is about the example's own version pin",
     "vllm-endpoint-route-shadowed": "the code's summary states the fact endpoint-route-order, per release",
     "vllm-range-invalid": "the note is the version specifier the example should write",
 }

@@ -7,7 +7,7 @@ import ast
 
 from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading import installed as vllm_facts
-from vllm_scaffold.doctor.reading.guards import Guard, GuardKind, dead_fallbacks, guards
+from vllm_scaffold.doctor.reading.guards import Guard, GuardKind, dead_fallbacks, guards, untaken_branches
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.reading.source import (
     resolve_relative,
@@ -39,6 +39,8 @@ def vllm_imports(target: Target) -> list[Finding]:
                     dead = dead_fallbacks(module, lambda source, name: _missing_vllm_name(source, name) is None)
                 if id(node) in dead:
                     continue  # the fallback of a try block whose own imports exist here: it never runs
+                if id(node) in untaken_branches(module, ctx.vllm.version):
+                    continue  # in a branch of a version condition this vLLM does not take: it never runs
             guard = guards(module).get(id(node)) if absent_names else None
             if guard is not None and guard.kind is GuardKind.TYPE_CHECKING:
                 continue

@@ -88,6 +88,8 @@ def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[s
             return finding.suppress(f"the plugin provides {name} itself ({where}) before this runs")
         else:  # set by another module of the plugin: whether that runs before this binds the name is not shown
             chain.append(Link(CLAIM_OWNED, None, f"the plugin sets {name} itself ({where})"))
+    if loading.reach is Reach.EXCLUDED:  # the plugin's own version pin keeps the checked release from this code
+        return finding.but(chain=(*chain, Link(CLAIM_RUNS, False, loading.evidence))).suppress(loading.evidence)
     reached = loading.reach is Reach.REACHED
     chain.append(Link(CLAIM_RUNS, True if reached else None, loading.evidence))
     unproven = [link.evidence for link in chain if link.holds is None]

@@ -8,8 +8,13 @@ platform returns and the registration tables general plugins loop over). An impo
 module's own vLLM version condition reaches its module only on the releases that condition selects, which
 doctor does not evaluate: that module is reached under a condition, and so is one imported after such a
 condition leaves the block (`if vllm.__version__ != "0.18.0": raise ...`); a string naming a module there
-(`import_module("pkg.vllm0101")`) reaches it under that condition too. Imports under `if TYPE_CHECKING:`
-never run. A package without a vLLM entry point is loaded by whoever imports it, so every module counts as reached.
+(`import_module("pkg.vllm0101")`) reaches it under that condition too. Where the condition reads vLLM's
+version and `reading/versions.py` decides it on the checked release, the answer replaces the doubt: a pin that
+admits the release reaches what follows it, a branch the release takes is reached, and what follows a pin that
+raises on the release (or a branch it does not take) is not reached there: a module imported only from such code
+is excluded on that release, and findings in it are suppressed with the pin named. Imports under
+`if TYPE_CHECKING:` never run. A package without a vLLM entry point is loaded by whoever imports it, so every
+module counts as reached.
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
 `--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
@@ -32,6 +37,7 @@ from enum import StrEnum
 from vllm_scaffold.doctor.reading.guards import is_version_condition
 from vllm_scaffold.doctor.reading.package import Module, PluginPackage, walk_nodes
 from vllm_scaffold.doctor.reading.source import aliases, all_calls, qualified, resolve_relative
+from vllm_scaffold.doctor.reading.versions import holds_on, reads_version
 from vllm_scaffold.vllm_facts import ReleaseIndex, facts
 from vllm_scaffold.vllm_facts.facts import LoadedByName
 from vllm_scaffold.vllm_facts.parsers import REGISTRATION_METHODS
@@ -55,6 +61,7 @@ def _is_release_condition(test: ast.expr) -> bool:
 class Reach(StrEnum):
     REACHED = "reached"
     CONDITIONAL = "reached only under a version condition"
+    EXCLUDED = "not reached on the checked release"
     UNREACHED = "not reached"
 
 
@@ -72,6 +79,7 @@ class _Edge:
     where: str  # the import or string that names the target
     conditional: bool  # under the naming module's own vLLM version condition
     condition: str = "is imported only under the plugin's own vLLM version condition"
+    excluded: str | None = None  # the plugin's own version pin that keeps the checked release from it
 
 
 def _named_modules(package: PluginPackage, text: str) -> list[str]:
@@ -93,54 +101,98 @@ def _leaves(body: list[ast.stmt]) -> bool:
     )
 
 
-def _exits_on_some_release(stmt: ast.stmt) -> bool:
+def _exits_on_some_release(stmt: ast.stmt, module: Module) -> bool:
     """`if <release condition>: raise` (or return, exit), also as the last statement of another `if`'s body
     (`if not SKIP_CHECK: if vllm.__version__ != PIN: raise`): what follows it runs on some releases only."""
     if not isinstance(stmt, ast.If) or not stmt.body:
         return False
-    if _is_release_condition(stmt.test) and _leaves(stmt.body):
+    if _is_release_test(stmt.test, module) and _leaves(stmt.body):
         return True
-    return _exits_on_some_release(stmt.body[-1])
+    return _exits_on_some_release(stmt.body[-1], module)
 
 
-def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
-    """Every package module `module` imports or names, with where and whether only under a version condition."""
+def _is_release_test(test: ast.expr, module: Module) -> bool:
+    """A release condition by its words, or one that reads vLLM's version through names bound to it
+    (`current = Version(vllm.__version__)` ... `if current < oldest:`)."""
+    return _is_release_condition(test) or reads_version(module, test)
+
+
+def _exit_on(stmt: ast.If, module: Module, version: str | None) -> bool | None:
+    """Whether the release condition that ends `stmt`'s block (`_exits_on_some_release`) leaves on `version`:
+    False when its test is decided not to hold (what follows runs), True when it holds and nothing undecided
+    stands before it (what follows does not run), None otherwise."""
+    if _is_release_test(stmt.test, module) and _leaves(stmt.body):
+        holds = holds_on(module, stmt.test, version)
+        if holds is False and stmt.orelse and _leaves(stmt.orelse):
+            return None
+        return holds
+    inner = stmt.body[-1]
+    return False if isinstance(inner, ast.If) and _exit_on(inner, module, version) is False else None
+
+
+def _edges(package: PluginPackage, module: Module, version: str | None = None) -> list[_Edge]:
+    """Every package module `module` imports or names, with where and whether only under a version condition
+    (or, with the checked release's `version`, kept from it by one)."""
     found: list[_Edge] = []
 
-    def add(text: str, node: ast.AST, conditional: bool, condition: str = _Edge.condition) -> None:
+    def add(
+        text: str, node: ast.AST, conditional: bool, condition: str = _Edge.condition, excluded: str | None = None
+    ) -> None:
         for target in _named_modules(package, text):
             if target != module.name:
-                found.append(_Edge(target, module.where(node), conditional, condition))
+                found.append(_Edge(target, module.where(node), conditional, condition, excluded))
 
     conditional_lines: list[tuple[int, int]] = []  # the statements that run only under such a condition
+    excluded_lines: list[tuple[int, int, str]] = []  # those the checked release never runs, and why
 
-    def visit(statements: list[ast.stmt], conditional: bool, covered: bool = False) -> None:
+    def visit(
+        statements: list[ast.stmt], conditional: bool, covered: bool = False, excluded: str | None = None
+    ) -> None:
         for stmt in statements:
-            if conditional and not covered:  # (a statement inside a recorded one is covered by it)
+            if excluded is not None and not covered:
+                excluded_lines.append((stmt.lineno, stmt.end_lineno or stmt.lineno, excluded))
+            elif conditional and not covered:  # (a statement inside a recorded one is covered by it)
                 conditional_lines.append((stmt.lineno, stmt.end_lineno or stmt.lineno))
             if isinstance(stmt, ast.Import):
                 for alias in stmt.names:
-                    add(alias.name, stmt, conditional)
+                    add(alias.name, stmt, conditional, excluded=excluded)
             elif isinstance(stmt, ast.ImportFrom):
                 source = resolve_relative(module, stmt)
-                add(source, stmt, conditional)
+                add(source, stmt, conditional, excluded=excluded)
                 for alias in stmt.names:
                     if alias.name != "*":
-                        add(f"{source}.{alias.name}", stmt, conditional)
+                        add(f"{source}.{alias.name}", stmt, conditional, excluded=excluded)
             elif isinstance(stmt, ast.If) and is_type_checking(stmt.test):
-                visit(stmt.orelse, conditional, covered or conditional)
+                visit(stmt.orelse, conditional, covered or conditional or excluded is not None, excluded)
                 continue
-            inner = conditional or (isinstance(stmt, ast.If) and _is_release_condition(stmt.test))
-            for field in ("body", "orelse", "finalbody"):
-                children = getattr(stmt, field, None)
-                if isinstance(children, list):
-                    visit([child for child in children if isinstance(child, ast.stmt)], inner, covered or conditional)
-            for handler in getattr(stmt, "handlers", ()):
-                visit(handler.body, inner, covered or conditional)
-            for case in getattr(stmt, "cases", ()):
-                visit(case.body, inner, covered or conditional)
-            if _exits_on_some_release(stmt):
-                conditional = True  # `if <not the pinned release>: raise`: what follows runs on that release only
+            inside = covered or conditional or excluded is not None
+            if isinstance(stmt, ast.If) and _is_release_test(stmt.test, module):
+                holds = holds_on(module, stmt.test, version)
+                where = f"the plugin's own vLLM version condition at {module.where(stmt)}"
+                for branch, taken in ((stmt.body, holds), (stmt.orelse, None if holds is None else not holds)):
+                    if taken is False:
+                        visit(branch, conditional, inside, excluded or f"{where}, which vLLM {version} does not meet")
+                    else:
+                        visit(branch, conditional or taken is None, inside, excluded)
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    children = getattr(stmt, field, None)
+                    if isinstance(children, list):
+                        visit(
+                            [child for child in children if isinstance(child, ast.stmt)], conditional, inside, excluded
+                        )
+                for handler in getattr(stmt, "handlers", ()):
+                    visit(handler.body, conditional, inside, excluded)
+                for case in getattr(stmt, "cases", ()):
+                    visit(case.body, conditional, inside, excluded)
+            if isinstance(stmt, ast.If) and _exits_on_some_release(stmt, module):
+                leaves = _exit_on(stmt, module, version)
+                if leaves and excluded is None:  # `if <not the pinned release>: raise`, and this is not it
+                    excluded = (
+                        f"the plugin's own vLLM version pin at {module.where(stmt)}, which leaves on vLLM {version}"
+                    )
+                elif leaves is None:
+                    conditional = True  # what follows runs on the pinned releases only
 
     if module.tree is not None:
         visit(module.tree.body, False)
@@ -148,7 +200,11 @@ def _edges(package: PluginPackage, module: Module) -> list[_Edge]:
         value = node.value if isinstance(node, ast.Constant) else None
         if isinstance(value, str) and len(value) < 300 and _DOTTED.fullmatch(text := value.strip().replace(":", ".")):
             line = getattr(node, "lineno", 0)
-            if _named_modules(package, text) and any(first <= line <= last for first, last in conditional_lines):
+            if not _named_modules(package, text):
+                add(text, node, False)
+            elif pin := next((why for first, last, why in excluded_lines if first <= line <= last), None):
+                add(text, node, True, excluded=pin)
+            elif any(first <= line <= last for first, last in conditional_lines):
                 add(text, node, True, "is named only under the plugin's own vLLM version condition")
             else:
                 add(text, node, False)
@@ -240,7 +296,10 @@ def loading(
     if not roots:
         return {name: Loading(Reach.REACHED, "the package has no vLLM entry point") for name in package.modules}
     roots |= {name for name in vllm_imports if name.split(".")[0] in package.project.packages}
-    edges = {name: _edges(package, module) for name, module in package.modules.items() if module.tree is not None}
+    version = index.version if index is not None else None
+    edges = {
+        name: _edges(package, module, version) for name, module in package.modules.items() if module.tree is not None
+    }
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
     registered = _Registered(package)
@@ -259,7 +318,7 @@ def loading(
         while queue:
             current = queue.popleft()
             for edge in edges.get(current, ()):
-                if edge.target in found or (edge.conditional and not conditional_pass):
+                if edge.target in found or edge.excluded is not None or (edge.conditional and not conditional_pass):
                     continue
                 conditional = conditional_pass and (edge.conditional or found[current].reach is Reach.CONDITIONAL)
                 if conditional:
@@ -273,6 +332,14 @@ def loading(
                     if name not in found:
                         found[name] = how
                         queue.append(name)
+    for current in list(found):  # what only code the checked release never runs imports or names
+        for edge in edges.get(current, ()):
+            if edge.excluded is not None and edge.target not in found:
+                how = Loading(
+                    Reach.EXCLUDED, f"{edge.target} is imported or named only behind {edge.excluded} ({edge.where})"
+                )
+                for name in _named_modules(package, edge.target):
+                    found.setdefault(name, how)
     for name in package.modules:
         found.setdefault(
             name, Loading(Reach.UNREACHED, f"nothing the package's vLLM entry points load imports or names {name}")

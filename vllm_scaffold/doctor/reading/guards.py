@@ -2,7 +2,9 @@
 vLLM version condition.
 
 A missing vLLM name under `TYPE_CHECKING` never runs; under an import guard or a version condition the plugin
-has already planned for it, and what matters is what silently switches off on the installed vLLM.
+has already planned for it, and what matters is what silently switches off on the installed vLLM. A branch of a
+version condition that `reading/versions.py` decides the checked release does not take never runs there at all
+(`untaken_branches`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from vllm_scaffold.doctor.reading.package import Module, walk_nodes
+from vllm_scaffold.doctor.reading.versions import holds_on
 from vllm_scaffold.vllm_facts.syntax import is_type_checking
 
 # Handlers that catch a failing import; a missing attribute.
@@ -72,6 +75,26 @@ def is_version_condition(test: ast.expr) -> bool:
     if "version_info" in names:
         return False
     return any("version" in name for name in names)
+
+
+def untaken_branches(module: Module, version: str | None) -> set[int]:
+    """id() of every node in a branch of a vLLM version condition that vLLM `version` does not take (the body
+    of an `if` whose test is decided False, the `else` of one decided True): that code never runs there.
+    Undecided conditions leave both branches alone."""
+    if not version:
+        return set()
+
+    def build() -> set[int]:
+        untaken: set[int] = set()
+        for node in module.of_type(ast.If):
+            if not isinstance(node, ast.If) or capability_test(node.test) is not GuardKind.VLLM_VERSION:
+                continue
+            holds = holds_on(module, node.test, version)
+            if holds is not None:
+                untaken.update(id(n) for stmt in (node.orelse if holds else node.body) for n in walk_nodes(stmt))
+        return untaken
+
+    return module.memoised(f"untaken-branches:{version}", build)
 
 
 def _suppresses(node: ast.With, catching: frozenset[str]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from vllm_scaffold.doctor.reading.guards import GuardKind, dead_fallbacks
+from vllm_scaffold.doctor.reading.guards import GuardKind, dead_fallbacks, untaken_branches
 from vllm_scaffold.doctor.reading.package import Module, walk_nodes
 from vllm_scaffold.doctor.reading.source import qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
@@ -50,11 +50,13 @@ class Findings:
 
     def _dead(self, module: Module) -> set[int]:
         """id() of the nodes of `module` that never run on this release: the `except ImportError:` branch of a
-        try block whose imports the release has, and what follows `getattr(m, "New", None) or` in an `or`
-        chain when the release has m.New (`getattr(base, "TransferJob", None) or base.JobMetadata`)."""
+        try block whose imports the release has, a branch of a version condition the release does not take, and
+        what follows `getattr(m, "New", None) or` in an `or` chain when the release has m.New
+        (`getattr(base, "TransferJob", None) or base.JobMetadata`)."""
         if module.name not in self._dead_memo:
             missing = self.release.first_missing
             dead = dead_fallbacks(module, lambda source, name: not missing(f"{source}.{name}" if name else source))
+            dead |= untaken_branches(module, self.release.index.version)  # a version branch for other releases
             table = self.classes.tables[module.name]
             for node in module.of_type(ast.Try):
                 if self._binding_try(module, node):
