@@ -14,9 +14,8 @@ What is stored: for a prompt of T tokens, its first (T - 1) // block_size full b
 is always recomputed, since it produces the first sampled token), once their KV has been computed, as one
 entry of `store.DiskKVStore` under kv_connector_extra_config["storage_dir"]. A later request whose prompt
 starts with the same blocks (same model, dtype, block size, parallel layout, cache salt, LoRA and images)
-loads them before its forward pass instead of
-recomputing them; `RequestOutput.num_cached_tokens` counts them. Loads and saves are synchronous within the
-step; a missing or damaged entry is a miss.
+loads them before its forward pass instead of recomputing them; `RequestOutput.num_cached_tokens` counts
+them. Loads and saves are synchronous within the step; a missing or damaged entry is a miss.
 
 kv_connector_extra_config keys: "storage_dir" (default: my_kv-kv-store in the temporary directory),
 "copy_backend" ("auto": Triton on GPU tensors, torch otherwise; "triton"; "torch").

@@ -48,7 +48,8 @@ class MyRlSyncWorkerExtension:
         two ranks mean a replicated parameter; a trainer compares them with its own copy after a sync.
 
         Parameters that are empty once the model is loaded are left out: on CPU, vLLM can repack a linear
-        layer's weight into a GEMM kernel's own format and empty the parameter.
+        layer's weight into a GEMM kernel's own format and empty the parameter, where that kernel takes the
+        layer (`dispatch_cpu_unquantized_gemm`).
         """
         wanted = None if names is None else set(names)
         checksums = {}
