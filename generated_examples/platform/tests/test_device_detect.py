@@ -1,7 +1,8 @@
 """The my_device detector and platform class without an engine: cheap, side-effect free, OOT, CUSTOM-aware.
 
 The detector runs in a bare interpreter to prove it imports neither torch nor vLLM and changes nothing; the
-platform's hooks are called directly on the class, which is how vLLM calls them.
+platform's hooks, class methods, are called directly on the class, with no instance (vLLM calls them on the
+one instance it makes of the class).
 """
 
 from __future__ import annotations

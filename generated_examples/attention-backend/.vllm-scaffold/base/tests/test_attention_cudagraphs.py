@@ -1,7 +1,7 @@
 """MyAttnImpl inside captured CUDA graphs: a replay gives the output of an eager call.
 
-Collected by pytest; needs CUDA (the `gpu` marker skips every test here without it) and vLLM. vLLM's full
-CUDA graphs (`compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"}`, and the decode half of
+Collected by pytest; needs CUDA (the `gpu` marker skips every test here without it) and vLLM. Full CUDA
+graphs (`compilation_config={"cudagraph_mode": "FULL_DECODE_ONLY"}`, and the decode half of
 FULL_AND_PIECEWISE) record one step's launches with the host values of the batch they were captured on,
 then replay them for every later batch of the same size with new contents in the same buffers. Which
 batches the builder lets vLLM capture is `MyAttnMetadataBuilder._cudagraph_support`, here

@@ -1,10 +1,10 @@
 """The CUSTOM attention backend: MyAttnBackend, its metadata builder and its impl.
 
 Imported by each vLLM worker when it builds the model's attention layers and the selected backend resolves
-to this class (registered by `my_attn.attention.registration`). Per engine step the worker calls
-`MyAttnMetadataBuilder.build` once per KV-cache group, then, for every attention layer,
-`MyAttnImpl.do_kv_cache_update` (new keys and values into the paged cache) and
-`MyAttnImpl.forward` (attention over the cache).
+to this class (registered by `my_attn.attention.registration`). Per engine step the worker turns the batch
+into metadata with `MyAttnMetadataBuilder.build`, then every attention layer calls
+`MyAttnImpl.do_kv_cache_update` (new keys and values into the paged cache) before `MyAttnImpl.forward`
+(attention over the cache).
 
 Each layer's KV cache is a [num_blocks, num_kv_heads, block_size, 2 * head_size] view (keys in the first
 head_size channels, values in the rest) in whatever physical layout vLLM negotiated; both kernel paths take

@@ -42,7 +42,7 @@ from my_kv.kv_connector.store import CorruptEntryError, DiskKVStore, block_keys
 
 try:
     from vllm.v1.metrics.cache_hit_source import CacheHitSource
-except ImportError:  # vLLM 0.31: no cache-hit metrics by source, and its connector base reads none
+except ImportError:  # vLLM 0.31: no cache-hit metrics by source
     CacheHitSource = None
 
 if TYPE_CHECKING:

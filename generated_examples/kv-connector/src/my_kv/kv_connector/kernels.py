@@ -3,12 +3,12 @@
 Loaded by the worker-side connector (in each worker process, when it saves or loads KV) and by the
 tests and benchmark; it imports only torch and triton, so it also works where vLLM is absent.
 
-A layer's cache is the 4-D view vLLM 0.32 gives every attention layer, [num_blocks, num_heads,
-block_size, content] with any strides (the physical layout varies by backend); `content` is whatever the
-backend keeps per head and token (on CPU, K and V side by side). A slot mapping names one token per entry:
-slot = block_id * block_size + offset, as in vLLM's attention metadata; negative slots are padding and are
-skipped. `gather_slots` copies those tokens out into a contiguous [num_tokens, num_heads, content] buffer;
-`scatter_slots` writes such a buffer back. Any number of tokens and blocks, partial blocks included.
+The kernels take a layer's cache as a 4-D view, [num_blocks, num_heads, block_size, content] with any
+strides, which the connector makes of each layer's cache; `content` is whatever the backend keeps per head
+and token. A slot mapping names one token per entry: slot = block_id * block_size + offset; negative slots
+are padding and are skipped. `gather_slots` copies those tokens out into a contiguous [num_tokens, num_heads,
+content] buffer; `scatter_slots` writes such a buffer back. Any number of tokens and blocks, partial blocks
+included.
 
 The Triton path runs when the cache is on a GPU, or on CPU under TRITON_INTERPRET=1 when asked for
 explicitly (`backend="triton"`, for tests); the torch path (advanced indexing) runs everywhere else.

@@ -48,8 +48,8 @@ class Reservation:
 
 
 class BlockStore:
-    """`capacity` slots of host memory, and which block each holds (not thread-safe: vLLM's scheduler calls it
-    from one thread)."""
+    """`capacity` slots of host memory, and which block each holds (not thread-safe: the manager is its only
+    user)."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 0:

@@ -4,8 +4,8 @@ cache.
 Created once per worker process by `MyOffloadOffloadingSpec.get_worker()`, when vLLM's OffloadingConnector
 registers the worker's KV caches (after the KV cache is allocated, before the first step). Each step the
 connector hands it the store and load jobs the scheduler side (`manager.py`) planned: a store copies blocks
-the model computed into the slots the manager reserved; a load copies slots back into freshly allocated blocks
-before the forward pass that reads them.
+the model computed into the slots the manager reserved; a load copies slots back into the blocks allocated for
+them.
 
 How a job names its KV-cache blocks depends on the release. vLLM 0.31.0 to 0.33.0: The OffloadingConnector's
 worker side hands an offloading worker a job's GPU blocks as a `GPULoadStoreSpec` (the block ids, and how many

@@ -2,8 +2,8 @@
 
 No test passes `logits_processors=`: the processor is active because the package is installed (the
 harness installs it privately for this session), exactly as it will be for users. Up to vLLM 0.33 the CPU
-engine runs the V1 model runner by default; the two `model_runner_v2` tests run Model Runner V2, on CPU and on
-CUDA (`gpu`). From 0.34 Model Runner V2 is the only runner.
+engine runs the V1 model runner by default (unless Triton has a CPU backend); the two `model_runner_v2` tests
+run Model Runner V2, on CPU and on CUDA (`gpu`). From 0.34 Model Runner V2 is the only runner.
 
 What each test proves:
 - half of a batch carries `target_token` and half does not: the first half emits only allowed tokens, the
@@ -15,7 +15,8 @@ What each test proves:
 - the same with multiprocessing on (processor in the engine-core process, validation in the front end);
 - over HTTP: "vllm_xargs" reaches the processor, a bad value is HTTP 400 with the processor's message;
 - under Model Runner V2: vLLM constructs the processor with a LogitsProcRequestState and calls
-  apply(logits, ctx) with a LogitsContext (its V2 path, not the V1 one), and it masks the same way.
+  apply(logits, ctx) with a LogitsContext (its V2 path, not the V1 one),
+  and it masks the same way.
 The last three start separate processes and are marked slow (`pytest --slow` runs them).
 """
 
@@ -235,8 +236,9 @@ def reporting_apply(self, logits, *args, **kwargs):
 Processor.__init__, Processor.apply = reporting_init, reporting_apply
 """
 
-# vLLM's CPU build admits Model Runner V2 only when Triton has a CPU backend (triton-cpu, which PyPI does not
-# carry): without one, VllmConfig refuses VLLM_USE_V2_MODEL_RUNNER=1 ("Model Runner V2 requires Triton").
+# vLLM's CPU build admits Model Runner V2 only when Triton has a CPU backend (triton-cpu,
+# which PyPI does not carry): without one, VLLM_USE_V2_MODEL_RUNNER=1 is refused
+# ("Model Runner V2 requires Triton": by VllmConfig on 0.31-0.32, by each worker on 0.33).
 # This registers a stand-in for that backend; Triton's interpreter (TRITON_INTERPRET=1) runs every kernel of
 # the runner, and of this package, on CPU tensors. A real CPU backend, where installed, is kept.
 TRITON_CPU_STAND_IN = """

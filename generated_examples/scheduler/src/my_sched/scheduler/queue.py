@@ -1,9 +1,9 @@
 """The waiting queue of my_sched's scheduler: highest `extra_args["priority"]` first, bounded waiting.
 
 Loaded in the engine core, when `my_sched.scheduler.policy` builds its scheduler. vLLM's Scheduler
-reads its waiting queue through the RequestQueue interface only (peek, pop, add, prepend, remove,
-iterate), so replacing that one object changes which waiting request is admitted next and nothing else:
-running requests, preemption and KV-cache accounting stay with the base class.
+builds its waiting queue from the scheduling policy; the policy puts this queue in its
+place, a RequestQueue (peek, pop, add, prepend, remove, iterate) that decides which waiting request is
+admitted next. Running requests, preemption and KV-cache accounting stay with the base class.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ class MyIoProcessor(IOProcessor[MyIoRequest, MyIoResponse]):
         return request
 
     def merge_pooling_params(self, params: PoolingParams | None = None) -> PoolingParams:
-        """The model runs its `embed` task (already L2-normalised by vLLM's pooler)."""
+        """Asks the model for its `embed` task."""
         merged = params or PoolingParams()
         merged.task = "embed"
         return merged

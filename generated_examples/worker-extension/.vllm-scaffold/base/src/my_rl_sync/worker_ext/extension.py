@@ -47,9 +47,9 @@ class MyRlSyncWorkerExtension:
         parallelism), by vLLM's parameter name; every parameter when `names` is None. Equal checksums on
         two ranks mean a replicated parameter; a trainer compares them with its own copy after a sync.
 
-        Parameters that are empty once the model is loaded are left out: vLLM's CPU backend repacks each
-        linear layer's weight into its own GEMM format and empties the parameter
-        (`dispatch_cpu_unquantized_gemm` in vllm/model_executor/layers/utils.py).
+        Parameters that are empty once the model is loaded are left out: on CPU, vLLM can repack a linear
+        layer's weight into a GEMM kernel's own format and empty the parameter, where that kernel takes the
+        layer (`dispatch_cpu_unquantized_gemm`).
         """
         wanted = None if names is None else set(names)
         checksums = {}
