@@ -4,9 +4,9 @@ A sentence is a claim about vLLM when it names vLLM or one of its parts (a proce
 backticked vLLM-style name, a flag, a `VLLM_*` variable) together with a behaviour verb (calls, loads, raises,
 refuses, logs, ...). Such a sentence must carry a fact (`{fact:KEY}`, a `<!--fact:-->` or `<!--cite:-->`
 marker, `vllm_fact("KEY")`; for a message built in doctor's code, a function that reads `facts.fact` or
-`facts.holding`), or be listed in tests/claims.toml: either judged not a claim about vLLM, with the reason, or
-a claim still waiting for its fact. The list can only shrink: a new sentence that is neither fails here, and
-so does a listed one that is gone.
+`facts.holding`), or be listed in tests/claims.toml, judged not a claim about vLLM, with the reason: a claim
+about vLLM is never listed, it is stated through a fact. A new sentence that is neither fails here, and so does
+a listed one that is gone.
 
 The texts read: the seam pages (docs/seams/), every string of the catalog (vllm_scaffold/catalog/), the
 summaries, `fails` lines, `found` lines, intros and example comments of codes.toml, the comments, docstrings
@@ -189,7 +189,7 @@ def listed() -> dict[tuple[str, str], str]:
     for entry in entries:
         key = (entry["where"], entry["text"])
         assert key not in found, f"tests/claims.toml lists {key} twice"
-        assert entry.get("reason") or entry.get("awaits_fact"), f"{key}: give a reason or `awaits_fact = true`"
+        assert entry.get("reason"), f"{key}: a claim about vLLM is stated through a fact; only a sentence judged not a claim, with its reason, is listed"
         found[key] = entry.get("reason", "")
     return found
 
