@@ -55,5 +55,7 @@ def release_api(target: Target) -> list[Finding]:
 
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
     sites = CallSites(source, release, installed.cache_dir())
+    if target.installed is None:
+        return releases.check(target.package, index, target.releases, sites, patch_sites=False)
     findings = releases.check(target.package, index, target.releases, sites)
-    return findings if target.installed is None else [f for f in findings if f.code not in IMPORT_CODES]
+    return [f for f in findings if f.code not in IMPORT_CODES]

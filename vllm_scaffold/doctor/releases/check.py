@@ -61,10 +61,18 @@ def _check_subclasses(classes: PluginClasses, out: Findings) -> None:
         check_self_attributes(classes, out, module, node)
 
 
-def check(package: PluginPackage, index: ReleaseIndex, others: Others, sites: CallSites | None = None) -> list[Finding]:
+def check(
+    package: PluginPackage,
+    index: ReleaseIndex,
+    others: Others,
+    sites: CallSites | None = None,
+    patch_sites: bool = True,
+) -> list[Finding]:
     """Every finding of `package` against the release `index`; `others` are the other indexed releases, to
     tell an override of a removed member from a method of the plugin's own. With `sites` (the call sites of
-    the installed vLLM that `index` is) an override vLLM cannot reach is not reported."""
+    the release `index` is) an override vLLM cannot reach is not reported, and one only the plugin's own code
+    keeps vLLM's calls from is a warning; `patch_sites` False keeps them from the declared patches' check
+    (a `--vllm` run judges those by the release's signatures, as it always did)."""
     classes = PluginClasses(package, Release(index, others))
     out = Findings(classes, OverrideCallers(classes, sites))
     for module in package.parsed():
@@ -73,7 +81,7 @@ def check(package: PluginPackage, index: ReleaseIndex, others: Others, sites: Ca
     _check_subclasses(classes, out)
     check_logits_processor_interfaces(classes, out)
     check_endpoint_routes(classes, out)
-    out.found += check_patches(package, index, sites)
+    out.found += check_patches(package, index, sites if patch_sites else None)
     if sites is not None:
         sites.save()
     return out.found

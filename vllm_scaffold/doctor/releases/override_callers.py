@@ -7,15 +7,20 @@ vLLM is taken to call an override when one of its call sites of the method (read
 source, `callers.py`) passes arguments the override rejects and can reach the plugin's object:
 
 - `self.m(...)` in a vLLM class K reaches the plugin's class only when the plugin's class (or one deriving
-  from it) derives from K and does not override the method the call is written in;
+  from it) derives from K and does not override the method the call is written in (an override handing over
+  with `super()` to one that does not counts), and some call of that method reaches it in turn (vLLM's
+  GPUModelRunner._prepare_inputs, called only from the execute_model the plugin's runner replaces, does not);
 - `x.m(...)` in a vLLM class K is not reached when the plugin replaces K's method that makes the call (a
   plugin class derives from K and overrides it, without `super()`), or provides its own class in K's part
   (it derives from one of K's bases, or it is named like K but for its first word: RBLNModelRunner for
   GPUModelRunner), since vLLM then runs the plugin's class instead of K;
 - `m(...)` in a module-level function is reached when that function is: its own callers are followed;
-  a function nothing calls or names is dead.
+  a function nothing calls or names is dead. `self.m(...)` there calls a local named self, and is followed
+  the same way.
 
-Without the installed vLLM's source (checks against another release) every site is assumed reachable. Two
+A call the override rejects that is not reached only because of the plugin's own code (its runner, override
+or patch replaces the calling method) does not prove the override safe: vllm-override-signature reports it as
+a warning naming that link. Without the release's sources every site is assumed reachable. Two
 more cases need no call sites: a model class vLLM never builds (vLLM builds models from its model registry,
 and the plugin registers neither the class nor one deriving from it), and a module that is an adapter for
 another vLLM release (named with its version, `*_085`) which nothing in the package imports.
