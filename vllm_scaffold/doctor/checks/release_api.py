@@ -56,6 +56,6 @@ def release_api(target: Target) -> list[Finding]:
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
     sites = CallSites(source, release, installed.cache_dir())
     if target.installed is None:
-        return releases.check(target.package, index, target.releases, sites, patch_sites=False)
+        return releases.check(target.package, index, target.releases, sites, installed=False)
     findings = releases.check(target.package, index, target.releases, sites)
     return [f for f in findings if f.code not in IMPORT_CODES]

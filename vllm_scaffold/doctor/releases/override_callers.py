@@ -19,8 +19,9 @@ source, `callers.py`) passes arguments the override rejects and can reach the pl
   the same way.
 
 A call the override rejects that is not reached only because of the plugin's own code (its runner, override
-or patch replaces the calling method) does not prove the override safe: vllm-override-signature reports it as
-a warning naming that link. Without the release's sources every site is assumed reachable. Two
+or patch replaces the calling method) does not prove the override safe: a `--vllm` run's
+vllm-override-signature reports it as a warning naming that link (the run against the installed vLLM does not
+report it, as it never did). Without the release's sources every site is assumed reachable. Two
 more cases need no call sites: a model class vLLM never builds (vLLM builds models from its model registry,
 and the plugin registers neither the class nor one deriving from it), and a module that is an adapter for
 another vLLM release (named with its version, `*_085`) which nothing in the package imports.
@@ -63,10 +64,18 @@ class Calls:
 class OverrideCallers:
     """Answers, for one plugin package checked against one vLLM, whether vLLM can call an override."""
 
-    def __init__(self, classes: PluginClasses, sites: CallSites | None) -> None:
+    def __init__(
+        self, classes: PluginClasses, sites: CallSites | None, lineage: bool = True, bypass_is_unproven: bool = False
+    ) -> None:
         self.classes = classes
         self.index = classes.index
         self.sites = sites
+        # whether a method the plugin's lineage replaces (through its super() chain) bypasses vLLM's, or only
+        # one the class itself defines (the installed run's reading, which its corpus judgements were made on)
+        self.lineage = lineage
+        # whether `calls` names the calls only the plugin's own code keeps from an override (else: not called),
+        # following a self-call's method to its own callers
+        self.bypass_is_unproven = bypass_is_unproven
 
     # -- the plugin's classes ------------------------------------------------------------------------------
 
@@ -113,6 +122,8 @@ class OverrideCallers:
         ]
         if any(self._reached(site, family, 0) for site in harmful):
             return Calls(True)
+        if not self.bypass_is_unproven:
+            return Calls(False)
         return Calls(False, tuple(s for s in harmful if self._reached(s, family, 0, bypassing=False)))
 
     def reaches(self, site: CallSite, qualname: str) -> bool:
@@ -138,7 +149,7 @@ class OverrideCallers:
             members = [
                 member
                 for member in family
-                if site.cls in mro(member) and not (bypassing and self.replaced_in_lineage(member, site.function))
+                if site.cls in mro(member) and not (bypassing and self._replaced(member, site.function))
             ]
             if not members:
                 return False
@@ -165,7 +176,7 @@ class OverrideCallers:
         """Whether the vLLM method `site` is written in runs on `members`: some call of it does that the plugin
         does not replace (vLLM's GPU Worker calling the runner's profile_cudagraph_memory, where the plugin's
         own worker replaces vLLM's). A method no call names (one run by its name, over RPC) is taken as run."""
-        if depth >= _DEPTH or not site.function or self.sites is None:
+        if not self.bypass_is_unproven or depth >= _DEPTH or not site.function or self.sites is None:
             return True
         mro = self.classes.vllm_mro
         callers = [
@@ -174,6 +185,9 @@ class OverrideCallers:
             if not caller.on_self or (caller.cls is not None and any(caller.cls in mro(m) for m in members))
         ]
         return not callers or any(self._reached(caller, members, depth + 1) for caller in callers)
+
+    def _replaced(self, qualname: str, method: str) -> bool:
+        return self.replaced_in_lineage(qualname, method) if self.lineage else self.replaces(qualname, method)
 
     def replaced_in_lineage(self, qualname: str, method: str) -> bool:
         """Whether an object of the plugin class runs a plugin method `method` whose `super()` chain through the
