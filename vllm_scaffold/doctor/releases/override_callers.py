@@ -7,11 +7,10 @@ vLLM is taken to call an override when one of its call sites of the method (read
 source, `callers.py`) passes arguments the override rejects and can reach the plugin's object:
 
 - `self.m(...)` in a vLLM class K reaches the plugin's class only when the plugin's class (or one deriving
-  from it) derives from K and does not override the method the call is written in; in a `--vllm` run (and for
-  vllm-override-keyword-renamed), an
-  override handing over with `super()` to one that does not counts too, and some call of that method must
-  reach it in turn (vLLM's GPUModelRunner._prepare_inputs, called only from the execute_model the plugin's
-  runner replaces, does not);
+  from it) derives from K and does not override the method the call is written in (for
+  vllm-override-keyword-renamed and in a `--vllm` run, an override handing over with `super()` to one that
+  does not counts too); in a `--vllm` run some call of that method must also reach it in turn (vLLM's
+  GPUModelRunner._prepare_inputs, called only from the execute_model the plugin's runner replaces, does not);
 - `x.m(...)` in a vLLM class K is not reached when the plugin replaces K's method that makes the call (a
   plugin class derives from K and overrides it, without `super()`), or provides its own class in K's part
   (it derives from one of K's bases, or it is named like K but for its first word: RBLNModelRunner for
