@@ -38,19 +38,24 @@ IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
     every_release=True,
 )
 def release_api(target: Target) -> list[Finding]:
-    """The other releases tell a member vLLM removed from one the plugin defines; on the installed vLLM its
-    call sites also tell an override vLLM never reaches."""
+    """The other releases tell a member vLLM removed from one the plugin defines; the release's call sites, where
+    its sources are at hand (the installed vLLM, or a copy in the cache), also tell an override vLLM never
+    reaches."""
+    from vllm_scaffold.doctor.checks.renamed_keywords import release_sources
     from vllm_scaffold.doctor.releases import check as releases
 
     index = target.index
     if index is None:
         return []
-    if target.installed is None or target.installed.vllm.source is None:
+    source = release_sources(target, index)
+    if source is None:
         return releases.check(target.package, index, target.releases)
     from vllm_scaffold.doctor.reading import installed
     from vllm_scaffold.doctor.reading.callers import CallSites
 
     release = f"{index.distribution}-{index.version}-{str(index.data.get('digest', ''))[:12]}"
-    sites = CallSites(target.installed.vllm.source, release, installed.cache_dir())
+    sites = CallSites(source, release, installed.cache_dir())
+    if target.installed is None:
+        return releases.check(target.package, index, target.releases, sites, installed=False)
     findings = releases.check(target.package, index, target.releases, sites)
     return [f for f in findings if f.code not in IMPORT_CODES]

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -48,7 +48,6 @@ from vllm_scaffold.vllm_facts.store import cache_root
 CODE = "vllm-override-keyword-renamed"
 # Where vLLM's in-tree models live: their calls of a method on another object reach their own parts.
 _MODEL_CODE = ("vllm.model_executor.models.", "vllm.models.")
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+")
 # Where the model runners live, whose calls are quoted first.
 _RUNNERS = "vllm.v1.worker."
@@ -157,12 +156,7 @@ def _breaking_calls(callers: OverrideCallers, sites: CallSites, found: Renamed) 
             continue  # a model's code calling its own parts: the receiver is one of that model's objects
         if call_problem(base, site.positional, keywords) is not None:
             continue  # a call of another method of that name: vLLM's own would not take it either
-        # `self.method(...)` in a module-level function calls a local named self (a custom op's body fetching
-        # its layer): it reaches the override only if something calls that function, which is followed.
-        followed = replace(site, on_self=False) if site.on_self and site.cls is None else site
-        if call_problem(override, site.positional, keywords) is None or not callers.reaches(followed, found.qualname):
-            continue
-        if site.on_self and site.cls is not None and _bypassed(callers, found.qualname, site):
+        if call_problem(override, site.positional, keywords) is None or not callers.reaches(site, found.qualname):
             continue
         if not site.on_self and _receiver_elsewhere(callers, sites, found, site):
             continue
@@ -211,35 +205,6 @@ def _definers(index: ReleaseIndex) -> dict[str, list[Symbol]]:
         for name in index.methods(symbol):
             found.setdefault(name, []).append(symbol)
     return found
-
-
-def _bypassed(callers: OverrideCallers, qualname: str, site: CallSite) -> bool:
-    """Whether every object of the plugin's class that inherits the vLLM method the call is written in runs a
-    plugin method of that name instead, one whose `super()` chain through the plugin's classes ends in a
-    method that does not hand over (a runner whose own `_dummy_run` replaces vLLM's, and a subclass's that
-    calls it with super())."""
-    classes = callers.classes
-    objects = [q for q in callers.objects(qualname) if site.cls in classes.vllm_mro(q)]
-    return all(_replaced_in_lineage(classes, q, site.function) for q in objects)
-
-
-def _replaced_in_lineage(classes: PluginClasses, qualname: str, method: str) -> bool:
-    for _module, node, _outside in classes.walk_lineage(qualname):
-        function = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == method), None)
-        if function is not None and not _hands_over(function, method):
-            return True
-    return False
-
-
-def _hands_over(function: ast.FunctionDef | ast.AsyncFunctionDef, method: str) -> bool:
-    """Whether the method calls `super().method`."""
-    return any(
-        isinstance(node, ast.Attribute)
-        and node.attr == method
-        and isinstance(node.value, ast.Call)
-        and getattr(node.value.func, "id", None) == "super"
-        for node in ast.walk(function)
-    )
 
 
 def release_sources(target: Target, index: ReleaseIndex) -> Path | None:

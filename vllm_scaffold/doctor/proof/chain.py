@@ -8,6 +8,10 @@ report:
 - **the code runs**: its module is reached from the package's vLLM entry points (`loaded`); a module that
   nothing loaded imports or names, or one imported only under the plugin's own version condition, leaves the
   link unproven: the finding says which (an error becomes a warning).
+A check that judges a link of its own passes it with the finding, and it is kept here with the others: where
+the release's sources are at hand, an override vLLM's call would fail on is reached only if one of those calls
+runs on the plugin's object; when the plugin's own runner, override or patch replaces every calling method,
+the link "vLLM's call reaches the override" is unproven (`releases/override_callers.py`).
 Each finding it judges carries the links in --json (`chain`).
 """
 
@@ -57,6 +61,7 @@ NAME_CODES = frozenset(
 _SUBJECT = re.compile(r"\bvllm(?:\.\w+)+")
 CLAIM_OWNED = "the name is vLLM's, not the plugin's"
 CLAIM_RUNS = "the code runs"
+CLAIM_CALLED = "vLLM's call reaches the override"
 
 
 def prove(package: PluginPackage, findings: list[Finding], index: ReleaseIndex | None = None) -> list[Finding]:
@@ -77,7 +82,7 @@ def prove(package: PluginPackage, findings: list[Finding], index: ReleaseIndex |
 
 
 def _proved(finding: Finding, module: Module, loading: Loading, provided: dict[str, str]) -> Finding:
-    chain: list[Link] = []
+    chain: list[Link] = list(finding.chain)  # the links the check judged itself
     if finding.code in NAME_CODES and (subject := _SUBJECT.search(finding.message)) is not None:
         name = subject.group(0)
         where = provider(provided, name)

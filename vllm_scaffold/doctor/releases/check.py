@@ -61,19 +61,28 @@ def _check_subclasses(classes: PluginClasses, out: Findings) -> None:
         check_self_attributes(classes, out, module, node)
 
 
-def check(package: PluginPackage, index: ReleaseIndex, others: Others, sites: CallSites | None = None) -> list[Finding]:
+def check(
+    package: PluginPackage,
+    index: ReleaseIndex,
+    others: Others,
+    sites: CallSites | None = None,
+    installed: bool = True,
+) -> list[Finding]:
     """Every finding of `package` against the release `index`; `others` are the other indexed releases, to
     tell an override of a removed member from a method of the plugin's own. With `sites` (the call sites of
-    the installed vLLM that `index` is) an override vLLM cannot reach is not reported."""
+    the release `index` is) an override vLLM cannot reach is not reported. `installed` False (a `--vllm` run)
+    reports an override that only the plugin's own code keeps vLLM's calls from as a warning naming that link,
+    and judges declared patches by the release's signatures; the run against the installed vLLM keeps doing
+    what it always did (no finding; patches judged by vLLM's calls)."""
     classes = PluginClasses(package, Release(index, others))
-    out = Findings(classes, OverrideCallers(classes, sites))
+    out = Findings(classes, OverrideCallers(classes, sites, lineage=not installed, bypass_is_unproven=not installed))
     for module in package.parsed():
         for check_module in _MODULE_CHECKS:
             check_module(classes, out, module)
     _check_subclasses(classes, out)
     check_logits_processor_interfaces(classes, out)
     check_endpoint_routes(classes, out)
-    out.found += check_patches(package, index, sites)
+    out.found += check_patches(package, index, sites if installed else None)
     if sites is not None:
         sites.save()
     return out.found

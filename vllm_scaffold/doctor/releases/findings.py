@@ -14,7 +14,7 @@ from vllm_scaffold.doctor.releases.override_callers import OverrideCallers
 from vllm_scaffold.doctor.releases.places import Place
 from vllm_scaffold.doctor.releases.signatures import call_problem
 from vllm_scaffold.doctor.report.codes import severity_of
-from vllm_scaffold.doctor.report.findings import Finding, Severity
+from vllm_scaffold.doctor.report.findings import Finding, Link, Severity
 
 # An import the release lacks is reported with the installed-vLLM check's codes.
 IMPORT_CODES = frozenset({"vllm-import-missing", "vllm-import-guarded"})
@@ -34,7 +34,8 @@ class Findings:
         self.found: list[Finding] = []
         self._dead_memo: dict[str, set[int]] = {}
 
-    def report(self, code: str, place: Place, message: str, fix: str) -> None:
+    def report(self, code: str, place: Place, message: str, fix: str, chain: tuple[Link, ...] = ()) -> None:
+        """Report `code` at `place`; `chain`: links of its proof the check itself judged."""
         if id(place.node) in self._dead(place.module):
             return  # code that never runs on this release: the fallback of a test the release passes
         if code not in IMPORT_CODES and self.callers.other_release_adapter(place.module):
@@ -46,7 +47,7 @@ class Findings:
             code = "vllm-import-guarded"
             message += "; the plugin guards this import, so what depends on it silently switches off on this release"
             fix = f"nothing to do if the plugin does without it on this release; otherwise: {fix}"
-        self.found.append(finding(code, place.where, message, fix))
+        self.found.append(Finding(code, place.where, message, fix, chain=chain))
 
     def _dead(self, module: Module) -> set[int]:
         """id() of the nodes of `module` that never run on this release: the `except ImportError:` branch of a

@@ -7,15 +7,22 @@ vLLM is taken to call an override when one of its call sites of the method (read
 source, `callers.py`) passes arguments the override rejects and can reach the plugin's object:
 
 - `self.m(...)` in a vLLM class K reaches the plugin's class only when the plugin's class (or one deriving
-  from it) derives from K and does not override the method the call is written in;
+  from it) derives from K and does not override the method the call is written in (for
+  vllm-override-keyword-renamed and in a `--vllm` run, an override handing over with `super()` to one that
+  does not counts too); in a `--vllm` run some call of that method must also reach it in turn (vLLM's
+  GPUModelRunner._prepare_inputs, called only from the execute_model the plugin's runner replaces, does not);
 - `x.m(...)` in a vLLM class K is not reached when the plugin replaces K's method that makes the call (a
   plugin class derives from K and overrides it, without `super()`), or provides its own class in K's part
   (it derives from one of K's bases, or it is named like K but for its first word: RBLNModelRunner for
   GPUModelRunner), since vLLM then runs the plugin's class instead of K;
 - `m(...)` in a module-level function is reached when that function is: its own callers are followed;
-  a function nothing calls or names is dead.
+  a function nothing calls or names is dead. `self.m(...)` there calls a local named self, and is followed
+  the same way.
 
-Without the installed vLLM's source (checks against another release) every site is assumed reachable. Two
+A call the override rejects that is not reached only because of the plugin's own code (its runner, override
+or patch replaces the calling method) does not prove the override safe: a `--vllm` run's
+vllm-override-signature reports it as a warning naming that link (the run against the installed vLLM does not
+report it, as it never did). Without the release's sources every site is assumed reachable. Two
 more cases need no call sites: a model class vLLM never builds (vLLM builds models from its model registry,
 and the plugin registers neither the class nor one deriving from it), and a module that is an adapter for
 another vLLM release (named with its version, `*_085`) which nothing in the package imports.
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from vllm_scaffold.doctor.reading.callers import CallSite, CallSites
@@ -41,15 +49,34 @@ _CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+")
 _VERSION_TAG = re.compile(r"(?:^|_|vllm)v?(0\d{2,3})$")
 _PATH = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")
 _DEPTH = 3  # how many module-level functions deep callers are followed
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Calls:
+    """What vLLM's call sites say of an override whose signature differs from vLLM's method: whether a call it
+    rejects reaches it, and otherwise the calls it rejects that only the plugin's own code keeps from it (its
+    runner, its override or its patch replaces the calling method)."""
+
+    reached: bool
+    bypassed: tuple[CallSite, ...] = ()
 
 
 class OverrideCallers:
     """Answers, for one plugin package checked against one vLLM, whether vLLM can call an override."""
 
-    def __init__(self, classes: PluginClasses, sites: CallSites | None) -> None:
+    def __init__(
+        self, classes: PluginClasses, sites: CallSites | None, lineage: bool = True, bypass_is_unproven: bool = False
+    ) -> None:
         self.classes = classes
         self.index = classes.index
         self.sites = sites
+        # whether a method the plugin's lineage replaces (through its super() chain) bypasses vLLM's, or only
+        # one the class itself defines (the installed run's reading, which its corpus judgements were made on)
+        self.lineage = lineage
+        # whether `calls` names the calls only the plugin's own code keeps from an override (else: not called),
+        # following a self-call's method to its own callers
+        self.bypass_is_unproven = bypass_is_unproven
 
     # -- the plugin's classes ------------------------------------------------------------------------------
 
@@ -62,27 +89,20 @@ class OverrideCallers:
     def replaces(self, qualname: str, method: str) -> bool:
         """The plugin class has its own `method` that does not hand over to vLLM's with super()."""
         function = self.classes.functions(qualname).get(method)
-        if function is None:
-            return False
-        return not any(
-            isinstance(n, ast.Attribute)
-            and n.attr == method
-            and isinstance(n.value, ast.Call)
-            and getattr(n.value.func, "id", None) == "super"
-            for n in ast.walk(function)
-        )
+        return function is not None and not _hands_over(function, method)
 
     # -- the question --------------------------------------------------------------------------------------
 
-    def can_call(self, qualname: str, method: str, override: Signature, base: Signature) -> bool:
+    def calls(self, qualname: str, method: str, override: Signature, base: Signature) -> Calls:
         """Whether vLLM can call `method` of the plugin class `qualname` with arguments `override` rejects
-        (`base` is the signature of the vLLM method it overrides)."""
+        (`base` is the signature of the vLLM method it overrides), and which of those calls the plugin's own
+        code bypasses when none reaches it."""
         if self._unbuilt_model(qualname) or self.other_release_adapter(self.classes.classes[qualname][0]):
-            return False
+            return Calls(False)
         if self._as_vllm_does(qualname.rpartition(".")[2], method, base, override):
-            return False
+            return Calls(False)
         if self.sites is None:
-            return True
+            return Calls(True)
 
         bound = override.bound()
         sites = self.sites.of(method)
@@ -101,7 +121,11 @@ class OverrideCallers:
                 and call_problem(theirs, site.positional, list(site.keywords)) is None
             )
         ]
-        return any(self._reached(site, family, 0) for site in harmful)
+        if any(self._reached(site, family, 0) for site in harmful):
+            return Calls(True)
+        if not self.bypass_is_unproven:
+            return Calls(False)
+        return Calls(False, tuple(s for s in harmful if self._reached(s, family, 0, bypassing=False)))
 
     def reaches(self, site: CallSite, qualname: str) -> bool:
         """Whether vLLM's call at `site` can run on an object of the plugin class `qualname`: its caller is
@@ -109,17 +133,31 @@ class OverrideCallers:
         class (a model class is built only when registered)."""
         return not self._unbuilt_model(qualname) and self._reached(site, self.objects(qualname), 0)
 
-    def _reached(self, site: CallSite, family: list[str] | None, depth: int) -> bool:
+    def _reached(self, site: CallSite, family: list[str] | None, depth: int, bypassing: bool = True) -> bool:
+        """Whether the call at `site` runs on an object of `family` (None: the module-level function followed
+        here); with `bypassing` False, as if the plugin replaced none of vLLM's code (its own runner, its
+        overrides and patches of the calling methods)."""
+        if site.on_self and site.cls is None and family is not None:
+            # `self.m(...)` in a module-level function calls a local named self (a custom op's body fetching its
+            # layer): it reaches the override only if something calls that function, which is followed.
+            site = replace(site, on_self=False)
         if site.on_self:
             if family is None:
                 return False  # a method of the same name, not the module-level function followed here
             if site.cls is None:
                 return True
             mro = self.classes.vllm_mro
-            return any(site.cls in mro(member) and not self.replaces(member, site.function) for member in family)
+            members = [
+                member
+                for member in family
+                if site.cls in mro(member) and not (bypassing and self._replaced(member, site.function))
+            ]
+            if not members:
+                return False
+            return not bypassing or self._method_reached(site, members, depth)
         if site.cls is not None:
-            return not self._caller_replaced(site.cls, site.function)
-        if site.function and f"{site.module}.{site.function}" in self._patched_away:
+            return not (bypassing and self._caller_replaced(site.cls, site.function))
+        if bypassing and site.function and f"{site.module}.{site.function}" in self._patched_away:
             return False  # the plugin replaced the calling function with its own
         if not site.function and depth and self._on_own_classes(site):
             return False  # import-time code handing the function vLLM's own classes, never the plugin's
@@ -133,7 +171,34 @@ class OverrideCallers:
             return self.sites.mentioned(site.function)
         following = self.__dict__.setdefault("_following", {})
         following.update({id(caller): site.function for caller in callers})
-        return any(self._reached(caller, None, depth + 1) for caller in callers)
+        return any(self._reached(caller, None, depth + 1, bypassing) for caller in callers)
+
+    def _method_reached(self, site: CallSite, members: list[str], depth: int) -> bool:
+        """Whether the vLLM method `site` is written in runs on `members`: some call of it does that the plugin
+        does not replace (vLLM's GPU Worker calling the runner's profile_cudagraph_memory, where the plugin's
+        own worker replaces vLLM's). A method no call names (one run by its name, over RPC) is taken as run."""
+        if not self.bypass_is_unproven or depth >= _DEPTH or not site.function or self.sites is None:
+            return True
+        mro = self.classes.vllm_mro
+        callers = [
+            caller
+            for caller in self.sites.of(site.function)
+            if not caller.on_self or (caller.cls is not None and any(caller.cls in mro(m) for m in members))
+        ]
+        return not callers or any(self._reached(caller, members, depth + 1) for caller in callers)
+
+    def _replaced(self, qualname: str, method: str) -> bool:
+        return self.replaced_in_lineage(qualname, method) if self.lineage else self.replaces(qualname, method)
+
+    def replaced_in_lineage(self, qualname: str, method: str) -> bool:
+        """Whether an object of the plugin class runs a plugin method `method` whose `super()` chain through the
+        plugin's classes ends in one that does not hand over to vLLM's (a runner whose own `_dummy_run`
+        replaces vLLM's, and a subclass's that calls it with super())."""
+        for _module, node, _outside in self.classes.walk_lineage(qualname):
+            function = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == method), None)
+            if function is not None and not _hands_over(function, method):
+                return True
+        return False
 
     @cached_property
     def _patched_away(self) -> frozenset[str]:
@@ -299,6 +364,17 @@ def _names(function: ast.AST, name: str) -> bool:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and name in node.value:
             return True
     return False
+
+
+def _hands_over(function: ast.FunctionDef | ast.AsyncFunctionDef, method: str) -> bool:
+    """Whether the method calls `super().method`."""
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == method
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "super"
+        for node in ast.walk(function)
+    )
 
 
 def _takes_any_keywords(override: Signature, site: CallSite) -> bool:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import ast
 
+from vllm_scaffold.doctor.proof.chain import CLAIM_CALLED
+from vllm_scaffold.doctor.reading.callers import CallSite
 from vllm_scaffold.doctor.reading.package import Module
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, is_dunder
 from vllm_scaffold.doctor.releases.signatures import override_problem
+from vllm_scaffold.doctor.report.findings import Link
 from vllm_scaffold.vllm_facts import Signature, Symbol
 from vllm_scaffold.vllm_facts.build import method_signature
 
@@ -31,14 +34,31 @@ def check_overrides(
             # the plugin's signature with @c / @s, as the index writes vLLM's methods
             base, mine = Signature.parse(text), Signature.parse(method_signature(stmt))
             problem = override_problem(base, mine)
-            if problem and out.callers.can_call(f"{module.name}.{node.name}", stmt.name, mine, base):
-                out.report(
-                    "vllm-override-signature",
-                    place,
-                    f"{node.name}.{stmt.name} overrides {owner.name}.{stmt.name}"
-                    f"{Signature.parse(text).text()} of {release.label}: {problem}",
-                    f"take the parameters {owner.name}.{stmt.name} has in this release",
-                )
+            if not problem:
+                continue
+            calls = out.callers.calls(f"{module.name}.{node.name}", stmt.name, mine, base)
+            if not calls.reached and not calls.bypassed:
+                continue
+            out.report(
+                "vllm-override-signature",
+                place,
+                f"{node.name}.{stmt.name} overrides {owner.name}.{stmt.name}"
+                f"{Signature.parse(text).text()} of {release.label}: {problem}",
+                f"take the parameters {owner.name}.{stmt.name} has in this release",
+                () if calls.reached else (_bypassed(owner.name, stmt.name, calls.bypassed),),
+            )
+
+
+def _bypassed(owner: str, method: str, sites: tuple[CallSite, ...]) -> Link:
+    """The unproven link of an override whose failing calls in vLLM all sit in code the plugin replaces."""
+    where = ", ".join(site.where for site in sites[:2])
+    more = f" and {len(sites) - 2} more" if len(sites) > 2 else ""
+    return Link(
+        CLAIM_CALLED,
+        None,
+        f"vLLM's calls of {owner}.{method} that it rejects ({where}{more}) run only from code the plugin's own "
+        "runner, override or patch replaces",
+    )
 
 
 def _orphaned(
