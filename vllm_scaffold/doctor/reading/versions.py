@@ -103,6 +103,7 @@ class VersionReader:
 
     def __init__(self, module: Module, node: ast.AST) -> None:
         self.table = aliases(module)
+        self._expanded: dict[int, ast.expr] = {}  # id(test) -> expand(test), which callers must not change
         self.bound: dict[str, ast.expr] = {}
         self.helpers: dict[str, tuple[list[str], ast.expr]] = {}
         seen: dict[str, int] = {}
@@ -198,13 +199,19 @@ class VersionReader:
     def _mentions_version(node: ast.AST) -> bool:
         return any(isinstance(n, ast.Name) and n.id in (_VERSION_NAME, _TUPLE_NAME) for n in ast.walk(node))
 
+    def _expansion(self, test: ast.expr) -> ast.expr:
+        """expand(test), once per test: callers that change it copy it first."""
+        if id(test) not in self._expanded:
+            self._expanded[id(test)] = self.expand(test)
+        return self._expanded[id(test)]
+
     def reads_version(self, test: ast.expr) -> bool:
-        return self._mentions_version(self.expand(test))
+        return self._mentions_version(self._expansion(test))
 
     def evaluate(self, test: ast.expr, version: str) -> bool | None:
         """The test's value with vLLM at `version`; None when it reads anything but the version, literals and
         the allowed functions and attributes."""
-        expression = ast.Expression(self.expand(test))
+        expression = ast.Expression(copy.deepcopy(self._expansion(test)))
         safe = _safe_names()
         namespace: dict[str, Any] = {_VERSION_NAME: version}
         if (release := _release_tuple(version)) is not None:
@@ -316,15 +323,30 @@ def _reader(module: Module, test: ast.expr) -> VersionReader:
     return readers[key]
 
 
+def _may_read_version(module: Module) -> bool:
+    """Whether anything in the module is named for a version (`__version__`, `version`, `__version_tuple__`, an
+    import of one under another name): a module without such a name has no test that reads vLLM's version, and
+    its tests need no reading (most modules of a large plugin)."""
+
+    def named_for_version(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return "version" in node.id.lower()
+        if isinstance(node, ast.Attribute):
+            return "version" in node.attr.lower()
+        return isinstance(node, ast.alias) and "version" in node.name.lower()
+
+    return module.memoised("may-read-version", lambda: any(named_for_version(n) for n in module.nodes))
+
+
 def reads_version(module: Module, test: ast.expr) -> bool:
     """Whether `test` reads vLLM's version, directly or through the names and helpers it is built from."""
-    return _reader(module, test).reads_version(test)
+    return _may_read_version(module) and _reader(module, test).reads_version(test)
 
 
 def holds_on(module: Module, test: ast.expr, version: str | None) -> bool | None:
     """Whether the vLLM version condition `test` holds with vLLM at `version`, read in the function around it;
     None when `version` is unknown, the test does not read vLLM's version, or it cannot be decided."""
-    if not version:
+    if not version or not _may_read_version(module):
         return None
     reader = _reader(module, test)
     if not reader.reads_version(test):
