@@ -7,7 +7,8 @@ release indexes, reading and every check included), and prints the plugin's size
 time (user + system, the figure that holds on a machine other jobs are also using), both per 100,000 lines,
 and the read / static parts the report itself times. With `--repeat N` each plugin runs N times and the run
 with the least CPU time is shown: the first run of a plugin fills doctor's cache (the installed vLLM's call
-sites of the methods the plugin overrides), later runs read it.
+sites of the methods the plugin overrides) and writes the bytecode of the modules it imports, as an installed
+tool has it (the runs write it even where PYTHONDONTWRITEBYTECODE is set), later runs read both.
 
 Nothing is downloaded: `--plugin` takes a directory you checked out (a source tree with pyproject.toml or
 setup.py), a wheel or an sdist. The synthetic tree is written to a temporary directory.
@@ -129,7 +130,10 @@ def run_doctor(target: Path) -> Run | str:
     command = [sys.executable, "-m", "vllm_scaffold", "doctor", str(target), "--no-live", "--json"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    # As an installed tool runs: its modules' and its dependencies' bytecode written once and read after, even
+    # where this shell turns writing it off.
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env=environ)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode not in (0, 1):  # 1: the plugin has an error finding, which is no failure here

@@ -113,8 +113,12 @@ def _exits_on_some_release(stmt: ast.stmt, module: Module) -> bool:
 
 def _is_release_test(test: ast.expr, module: Module) -> bool:
     """A release condition by its words, or one that reads vLLM's version through names bound to it
-    (`current = Version(vllm.__version__)` ... `if current < oldest:`)."""
-    return _is_release_condition(test) or reads_version(module, test)
+    (`current = Version(vllm.__version__)` ... `if current < oldest:`). Read once per test: each `if` is asked
+    about several times, for every release checked."""
+    answers = module.memoised("release-tests", dict[int, bool])
+    if id(test) not in answers:
+        answers[id(test)] = _is_release_condition(test) or reads_version(module, test)
+    return answers[id(test)]
 
 
 def _exit_on(stmt: ast.If, module: Module, version: str | None) -> bool | None:

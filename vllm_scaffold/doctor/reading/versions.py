@@ -205,8 +205,24 @@ class VersionReader:
             self._expanded[id(test)] = self.expand(test)
         return self._expanded[id(test)]
 
+    def _may_expand(self, test: ast.expr) -> bool:
+        """Whether `test` holds anything `expand` replaces (a version read, a name bound in scope, a helper call):
+        a test without one cannot read the version, and is not expanded."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and (node.id in self.bound or self._is_version(node)):
+                return True
+            if isinstance(node, ast.Attribute) and (
+                self._is_version(node) or qualified(node, self.table) in _TUPLE_ATTRIBUTES
+            ):
+                return True
+            if isinstance(node, ast.Call) and (
+                self._is_version(node) or (isinstance(node.func, ast.Name) and node.func.id in self.helpers)
+            ):
+                return True
+        return False
+
     def reads_version(self, test: ast.expr) -> bool:
-        return self._mentions_version(self._expansion(test))
+        return self._may_expand(test) and self._mentions_version(self._expansion(test))
 
     def evaluate(self, test: ast.expr, version: str) -> bool | None:
         """The test's value with vLLM at `version`; None when it reads anything but the version, literals and
@@ -335,7 +351,8 @@ def _may_read_version(module: Module) -> bool:
             return "version" in node.attr.lower()
         return isinstance(node, ast.alias) and "version" in node.name.lower()
 
-    return module.memoised("may-read-version", lambda: any(named_for_version(n) for n in module.nodes))
+    names = module.of_type(ast.Name, ast.Attribute, ast.alias)
+    return module.memoised("may-read-version", lambda: any(named_for_version(n) for n in names))
 
 
 def reads_version(module: Module, test: ast.expr) -> bool:
