@@ -189,7 +189,8 @@ def listed() -> dict[tuple[str, str], str]:
     for entry in entries:
         key = (entry["where"], entry["text"])
         assert key not in found, f"tests/claims.toml lists {key} twice"
-        assert entry.get("reason"), f"{key}: a claim about vLLM is stated through a fact; only a sentence judged not a claim, with its reason, is listed"
+        # A claim about vLLM is stated through a fact: only a sentence judged not a claim is listed, with why.
+        assert entry.get("reason"), f"{key}: give the reason it is not a claim about vLLM, or state it through a fact"
         found[key] = entry.get("reason", "")
     return found
 
