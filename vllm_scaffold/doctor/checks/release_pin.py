@@ -18,8 +18,7 @@ from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.guards import leaves
 from vllm_scaffold.doctor.reading.installed import GENERAL
 from vllm_scaffold.doctor.reading.package import PluginPackage, walk_nodes
-from vllm_scaffold.doctor.reading.source import function
-from vllm_scaffold.doctor.reading.versions import VersionReader
+from vllm_scaffold.doctor.reading.versions import VersionReader, entry_point_readers
 from vllm_scaffold.doctor.report.findings import Finding
 from vllm_scaffold.vllm_facts import facts
 
@@ -36,12 +35,7 @@ def refuses_release(target: Target) -> list[Finding]:
 def refusals(package: PluginPackage, version: str) -> list[Finding]:
     """Each general plugin of `package` whose own version pin raises on vLLM `version` on every call."""
     findings = []
-    for ep in package.entry_points_in(GENERAL):
-        module = package.modules.get(ep.module)
-        node = function(module, ep.attr or "") if module is not None else None
-        if module is None or node is None:
-            continue
-        reader = VersionReader(module, node)
+    for ep, module, node, reader in entry_point_readers(package, GENERAL):
         for test, raises_when in _pins(node, reader, version):
             written = ast.unparse(reader.spelled(test))
             condition = written if raises_when else f"not ({written})"

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from vllm_scaffold.doctor.checks.target import Target, check
 from vllm_scaffold.doctor.reading.installed import GENERAL, PLATFORM
 from vllm_scaffold.doctor.reading.package import PluginPackage
-from vllm_scaffold.doctor.reading.source import function
-from vllm_scaffold.doctor.reading.versions import VersionReader
+from vllm_scaffold.doctor.reading.versions import entry_point_readers
 from vllm_scaffold.doctor.report.findings import Finding
 
 CODE = "version-range-excludes-release"
@@ -38,12 +37,7 @@ def excluded_by_version(package: PluginPackage, version: str) -> list[Finding]:
         (PLATFORM, "platform detector", "returns None, so the platform silently never activates"),
         (GENERAL, "general plugin", "returns before registering anything, so the plugin silently does nothing"),
     ):
-        for ep in package.entry_points_in(group):
-            module = package.modules.get(ep.module)
-            node = function(module, ep.attr or "") if module is not None else None
-            if module is None or node is None:
-                continue
-            reader = VersionReader(module, node)
+        for ep, module, node, reader in entry_point_readers(package, group):
             for test, off_when in _switches_off(node):
                 if not reader.reads_version(test):
                     continue

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from vllm_scaffold.doctor.reading.package import Module
-from vllm_scaffold.doctor.reading.source import aliases, qualified
+from vllm_scaffold.doctor.reading.package import Module, PluginPackage
+from vllm_scaffold.doctor.reading.source import aliases, function, qualified
+from vllm_scaffold.project.model import EntryPoint
 
 # Where code reads vLLM's version: attributes, and calls taking the distribution's name.
 _VERSION_ATTRIBUTES = frozenset({"vllm.__version__", "vllm.version.__version__", "vllm._version.__version__"})
@@ -369,3 +370,15 @@ def holds_on(module: Module, test: ast.expr, version: str | None) -> bool | None
     if not reader.reads_version(test):
         return None
     return reader.evaluate(test, version)
+
+
+def entry_point_readers(
+    package: PluginPackage, group: str
+) -> Iterator[tuple[EntryPoint, Module, ast.FunctionDef | ast.AsyncFunctionDef, VersionReader]]:
+    """Each entry point of `group` that names a function of the package, with its module, the function and the
+    reader of the version tests in it: what the checks of a plugin's own version pins start from."""
+    for ep in package.entry_points_in(group):
+        module = package.modules.get(ep.module)
+        node = function(module, ep.attr or "") if module is not None else None
+        if module is not None and node is not None:
+            yield ep, module, node, VersionReader(module, node)
