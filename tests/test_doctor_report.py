@@ -328,7 +328,7 @@ def test_every_check_declares_registered_codes_and_the_release_path_runs_the_sam
     # one code, one check; but the import codes: against the installed vLLM, imports.vllm_imports reports them
     assert {code for code in declared if declared.count(code) > 1} == release_api.IMPORT_CODES
     on_releases = [check for check in runner.CHECKS if check.every_release]
-    assert {"release_api.release_api", "versions.version_ranges"} <= {check.name for check in on_releases}
+    assert {"release_api.release_api", "version_pins.version_pins"} <= {check.name for check in on_releases}
     # what runs on every release reads only the release's index: no installed environment is there
     package = PluginPackage.load(FIXTURES / "clean")
     index = vllm_facts.shipped(vllm_facts.default_version())

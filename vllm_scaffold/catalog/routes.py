@@ -34,6 +34,9 @@ class Call:
 
 @dataclass(frozen=True)
 class SeamRoute:
+    """What marks one seam in changed code: a `[[seam]]` table of routes.toml, whose header says what each key
+    means."""
+
     key: str
     bases: tuple[str, ...]
     registers: tuple[str, ...]

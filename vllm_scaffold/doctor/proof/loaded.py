@@ -59,6 +59,10 @@ def _is_release_condition(test: ast.expr) -> bool:
 
 
 class Reach(StrEnum):
+    """Whether loading the plugin as vLLM does runs a module: always, only on releases that pass a version
+    condition, never on the checked release (the plugin's own pin keeps it out), or never. The value is how a
+    finding's chain says it."""
+
     REACHED = "reached"
     CONDITIONAL = "reached only under a version condition"
     EXCLUDED = "not reached on the checked release"

@@ -24,6 +24,8 @@ ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
 
 
 class GuardKind(StrEnum):
+    """What keeps a statement from running on some vLLM; the value names it in a finding's words."""
+
     TYPE_CHECKING = "TYPE_CHECKING"
     IMPORT_ERROR = "import guard"
     VLLM_VERSION = "vLLM version condition"

@@ -203,6 +203,10 @@ class Finding:
 
 
 class ProbeState(StrEnum):
+    """Whether the live probe imported the plugin in a vLLM process: it did (`on`); it did not run (`off`: turned
+    off, a `--vllm` run, or by default where it could not run); it was asked for and could not run (`skipped`:
+    no vLLM installed, or the plugin is not a source directory or wheel); or it raised (`failed`)."""
+
     ON = "on"
     OFF = "off"
     SKIPPED = "skipped"
