@@ -14,6 +14,7 @@ import os
 import string
 import subprocess
 import sys
+import tomllib
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, reject, settings
@@ -23,7 +24,9 @@ from vllm_scaffold.catalog import templated_keys, templated_seam
 from vllm_scaffold.errors import ScaffoldError
 from vllm_scaffold.generate import names
 from vllm_scaffold.generate.answers import FALSE, MAX_TEXT_LENGTH, TRUE
+from vllm_scaffold.generate.rendering import templates_root
 from vllm_scaffold.generate.scaffold import add_to_project, new_package
+from vllm_scaffold.generate.wrapping import wrap_prose
 
 LOWER = string.ascii_lowercase
 UPPER = string.ascii_uppercase
@@ -194,8 +197,6 @@ def test_generated_packages_lint_compile_install_and_import(plugin, tmp_path_fac
 
 
 def test_a_long_name_pushes_words_into_the_next_line_of_its_paragraph_not_onto_a_line_of_their_own() -> None:
-    from vllm_scaffold.generate.wrapping import wrap_prose
-
     name = "speculative_decoding_acceptance_sampler"
     source = (
         f"# The plugin {name} registers its backend in every process of the engine;\n"
@@ -222,3 +223,19 @@ def test_a_long_name_pushes_words_into_the_next_line_of_its_paragraph_not_onto_a
         "    vLLM starts.",
         "",
     ]
+
+
+def test_a_template_file_copied_as_it_is_has_its_prose_wrapped_already() -> None:
+    """A template without Jinja renders alike for every name, so its comments and docstrings are written within
+    the generated line length: one that is not costs every generated package another formatter pass."""
+    pyproject = (templates_root() / "package" / "pyproject.toml.jinja").read_text(encoding="utf-8")
+    ruff_table = pyproject[pyproject.index("[tool.ruff]") :].split("\n[", 1)[0]
+    width = tomllib.loads(ruff_table)["tool"]["ruff"]["line-length"]
+    static = list(templates_root().rglob("*.py"))
+    assert static, "the package skeleton copies at least one Python file as it is"
+    unwrapped = [
+        str(path)
+        for path in static
+        if wrap_prose(path.read_text(encoding="utf-8"), width) != path.read_text(encoding="utf-8")
+    ]
+    assert not unwrapped, f"wrap the prose of {unwrapped} to {width} columns"

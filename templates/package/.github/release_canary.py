@@ -8,8 +8,9 @@ step then opens an issue in this repository (or comments on the open one) when o
 when all pass, and fails the run when one failed.
 
 Given the release CI pins, the doctor step also saves doctor's coupling inventory of the plugin (the
-inventory of doctor's JSON report) between that release and the checked one, in canary/inventory/inventory.json
-(uploaded with the run), and the entries that changed, which the issue lists under the failed checks.
+inventory of doctor's JSON report) between that release and the checked one, in
+canary/inventory/inventory.json (uploaded with the run), and the entries that changed, which the issue lists
+under the failed checks.
 
 Standard library only, so it runs before anything is installed. The hosting API is GitHub's REST API at
 $GITHUB_API_URL (set by the runner), authenticated with $GITHUB_TOKEN; $PYPI_URL (default https://pypi.org) is
