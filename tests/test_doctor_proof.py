@@ -289,6 +289,59 @@ def test_a_parser_is_loaded_by_name_only_where_the_package_registers_it(tmp_path
     assert copied.location[0] == "fx_proof/overlay/copied_parser.py" and copied.severity is Severity.WARNING
 
 
+# A platform that names its own worker for `--worker-cls`, and a second worker class nothing names: a user could
+# still pass that one to the option, but nothing shows that anyone does.
+WORKERS = {
+    "pyproject.toml": """
+        [project]
+        name = "fx-workers"
+        version = "0.1.0"
+
+        [project.entry-points."vllm.platform_plugins"]
+        fx = "fx_workers:detect"
+        """,
+    "fx_workers/__init__.py": """
+        def detect():
+            return "fx_workers.platform.FxPlatform"
+        """,
+    "fx_workers/platform.py": """
+        class FxPlatform:
+            @classmethod
+            def check_and_update_config(cls, vllm_config):
+                vllm_config.parallel_config.worker_cls = "fx_workers.worker.FxWorker"
+        """,
+    "fx_workers/worker.py": """
+        from vllm.v1.worker.worker_base import WorkerBase
+
+
+        class FxWorker(WorkerBase):
+            pass
+        """,
+    "fx_workers/old_worker.py": """
+        from vllm.gone import helper
+        from vllm.v1.worker.worker_base import WorkerBase
+
+
+        class OldWorker(WorkerBase):
+            pass
+        """,
+}
+
+
+def test_a_class_for_an_option_the_package_fills_itself_is_not_loaded_by_that_option(tmp_path: Path) -> None:
+    index = vllm_facts.shipped("0.32.0")
+    chosen = PluginPackage.load(build_file_tree(WORKERS, tmp_path / "chosen"))
+    reach = loading(chosen, index=index)
+    assert reach["fx_workers.worker"].reach is Reach.REACHED  # named in the platform's string
+    assert reach["fx_workers.old_worker"].reach is Reach.UNREACHED
+    (finding,) = [f for f in diagnose_releases(chosen.root, ["0.32.0"])[0].findings if f.code == "vllm-import-missing"]
+    assert finding.severity is Severity.WARNING and "fx_workers.old_worker" in finding.message
+    # Where the package names no worker itself, the option is how a user loads either class.
+    unnamed = {**WORKERS, "fx_workers/platform.py": "class FxPlatform:\n    pass\n"}
+    reach = loading(PluginPackage.load(build_file_tree(unnamed, tmp_path / "unnamed")), index=index)
+    assert "named with --worker-cls" in reach["fx_workers.old_worker"].evidence
+
+
 # Every base class a release might load by a name, on any release the tool checks.
 _CANDIDATES = {entry.base for version in vllm_facts.checked_versions() for entry in loaded_bases(version).values()}
 

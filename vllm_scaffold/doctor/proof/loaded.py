@@ -23,6 +23,10 @@ the checked release has is the release fact `classes-loaded-by-name` (facts.toml
 is selected by a name registered with its manager, never by its path: a parser subclass is reached by its
 option only when the package registers it (`@ToolParserManager.register_module(...)` on the class, or a
 registration call naming it); an unregistered one is a copy of a parser the plugin puts somewhere else.
+Where the package names classes of its own for an option in its code (a platform that sets
+`parallel_config.worker_cls = "pkg.worker.Worker"`), those are what the option loads: another class for that
+option, which nothing names, is not shown to be loaded by it (a user may still name it, so its findings are
+warnings that say so).
 """
 
 from __future__ import annotations
@@ -272,26 +276,74 @@ def _named(modules: Iterable[Module]) -> set[str]:
     return names
 
 
-def _loaded_by_name(module: Module, index: ReleaseIndex | None, registered: _Registered) -> str | None:
-    """The option vLLM loads a class of `module` by (one of the release's loaded bases among its ancestors, and
-    registered where vLLM selects it by a registered name), or None."""
+def _classes_by_option(
+    package: PluginPackage, index: ReleaseIndex | None, registered: _Registered
+) -> dict[str, list[tuple[str, str, str]]]:
+    """Module name -> (class, the vLLM ancestor it is loaded by, the option) for each class of the module that a
+    loaded base of the release (registered, where vLLM selects it by a registered name) has among its
+    ancestors: the first such ancestor per class."""
     bases = loaded_bases(index.version if index is not None else None)
-    table = aliases(module)
-    for node in module.of_type(ast.ClassDef):
-        for base in node.bases if isinstance(node, ast.ClassDef) else ():
-            name = qualified(base, table) if isinstance(base, ast.Name | ast.Attribute) else None
-            if name is None or not name.startswith("vllm."):
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for name, module in package.modules.items():
+        if module.tree is None:
+            continue
+        table = aliases(module)
+        for node in module.of_type(ast.ClassDef):
+            for ancestor, entry in _loaded_ancestors(node, table, index, bases):
+                if not entry.registry or registered.has(node, entry.registry):
+                    found.setdefault(name, []).append((node.name, ancestor, entry.option))
+                    break
+    return found
+
+
+def _loaded_ancestors(
+    node: ast.ClassDef, table: dict[str, str], index: ReleaseIndex | None, bases: dict[str, LoadedByName]
+) -> Iterable[tuple[str, LoadedByName]]:
+    for base in node.bases:
+        name = qualified(base, table) if isinstance(base, ast.Name | ast.Attribute) else None
+        if name is None or not name.startswith("vllm."):
+            continue
+        ancestors = [name]
+        if index is not None and (symbol := index.resolve(name)).kind == "class":
+            ancestors += [cls.qualname for cls in index.mro(symbol)[0]]
+        yield from ((ancestor, bases[ancestor]) for ancestor in ancestors if ancestor in bases)
+
+
+def _loaded_by_name(package: PluginPackage, index: ReleaseIndex | None, registered: _Registered) -> dict[str, str]:
+    """Module name -> the evidence that vLLM loads it by a class the user names in an option, for each module
+    defining such a class. Where the package itself names classes of its own for an option (a platform that
+    sets `parallel_config.worker_cls = "pkg.worker.Worker"`), those are the ones the option loads: another
+    class for that option, which nothing names, is not shown to be loaded by it."""
+    by_option = _classes_by_option(package, index, registered)
+    written = _package_strings(package)
+    chosen = {
+        option
+        for name, classes in by_option.items()
+        for cls, _ancestor, option in classes
+        if f"{name}.{cls}" in written
+    }
+    loaded = facts.fact("classes-loaded-by-name").text()
+    found: dict[str, str] = {}
+    for name, classes in by_option.items():
+        for cls, ancestor, option in classes:
+            if option in chosen and f"{name}.{cls}" not in written:
                 continue
-            ancestors = [name]
-            if index is not None and (symbol := index.resolve(name)).kind == "class":
-                ancestors += [cls.qualname for cls in index.mro(symbol)[0]]
-            for ancestor in ancestors:
-                entry = bases.get(ancestor)
-                if entry is None or (entry.registry and not registered.has(node, entry.registry)):
-                    continue
-                loaded = facts.fact("classes-loaded-by-name").text()
-                return f"{module.name}.{node.name} subclasses {ancestor}, named with {entry.option}: {loaded}"
-    return None
+            found[name] = f"{name}.{cls} subclasses {ancestor}, named with {option}: {loaded}"
+            break
+    return found
+
+
+def _package_strings(package: PluginPackage) -> frozenset[str]:
+    """Every dotted name the package's code writes in a string (`pkg.mod.Cls`, `pkg.mod:Cls` as
+    `pkg.mod.Cls`)."""
+    return frozenset(
+        text
+        for module in package.modules.values()
+        for node in module.of_type(ast.Constant)
+        if isinstance(node.value, str)
+        and len(node.value) < 300
+        and _DOTTED.fullmatch(text := node.value.strip().replace(":", "."))
+    )
 
 
 def loading(
@@ -311,10 +363,9 @@ def loading(
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
     registered = _Registered(package)
-    for name, module in package.modules.items():
-        if module.tree is not None and (by_name := _loaded_by_name(module, index, registered)) is not None:
-            found[name] = Loading(Reach.REACHED, by_name)
-            queue.append(name)
+    for name, by_name in _loaded_by_name(package, index, registered).items():
+        found[name] = Loading(Reach.REACHED, by_name)
+        queue.append(name)
     for root in sorted(roots):
         for name in _named_modules(package, root):
             if name not in found:
