@@ -4,10 +4,11 @@ spec, snapshots."""
 from __future__ import annotations
 
 import fcntl
+import json
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from textwrap import dedent
 from typing import TypeVar
@@ -47,6 +48,19 @@ def build_file_tree(spec: Mapping[str, str], root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dedent(text).lstrip("\n"), encoding="utf-8")
     return root
+
+
+def plugin_pyproject(
+    name: str, entry_point: str, group: str = "vllm.general_plugins", *, wheel: Sequence[str] = (), entry: str = "fx"
+) -> str:
+    """The pyproject.toml of a small plugin package `name`: one entry point, `entry = "entry_point"`, in `group`.
+    `wheel` lists the import packages a hatch wheel holds, for a package that ships more than its own (a
+    `vllm/` overlay)."""
+    text = f'[project]\nname = "{name}"\nversion = "0.1.0"\n\n[project.entry-points."{group}"]\n'
+    text += f'{entry} = "{entry_point}"\n'
+    if wheel:
+        text += f"\n[tool.hatch.build.targets.wheel]\npackages = {json.dumps(list(wheel))}\n"
+    return text
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

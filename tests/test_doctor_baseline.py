@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.helpers import build_file_tree, run_cli
+from tests.helpers import build_file_tree, plugin_pyproject, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "doctor" / "vllm-version-by-distribution"
 COMPAT = "src/fx_vllm_version_by_distribution/compat.py"
@@ -48,14 +48,7 @@ def test_a_file_that_is_not_a_baseline_is_refused(tmp_path: Path) -> None:
 
 
 RELEASES_PLUGIN = {
-    "pyproject.toml": """
-        [project]
-        name = "fx-baseline-releases"
-        version = "0.1.0"
-
-        [project.entry-points."vllm.general_plugins"]
-        fx = "fx_baseline_releases.plugin:register"
-        """,
+    "pyproject.toml": plugin_pyproject("fx-baseline-releases", "fx_baseline_releases.plugin:register"),
     "fx_baseline_releases/__init__.py": "",
     "fx_baseline_releases/plugin.py": """
         def register() -> None:

@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_file_tree, run_cli
+from tests.helpers import build_file_tree, plugin_pyproject, run_cli
 
-PYPROJECT = """
-    [project]
-    name = "fx-inventory"
-    version = "0.1.0"
-
-    [project.entry-points."vllm.general_plugins"]
-    fx = "fx_inventory.plugin:register"
-
-    [tool.hatch.build.targets.wheel]
-    packages = ["fx_inventory", "vllm"]
-    """
+PYPROJECT = plugin_pyproject("fx-inventory", "fx_inventory.plugin:register", wheel=["fx_inventory", "vllm"])
 
 FILES = {
     "pyproject.toml": PYPROJECT,

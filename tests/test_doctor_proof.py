@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_file_tree
+from tests.helpers import build_file_tree, plugin_pyproject
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.proof.chain import prove
 from vllm_scaffold.doctor.proof.loaded import Reach, loaded_bases, loading
@@ -16,17 +16,7 @@ from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.doctor.runner import diagnose_releases
 
-PYPROJECT = """
-    [project]
-    name = "fx-proof"
-    version = "0.1.0"
-
-    [project.entry-points."vllm.general_plugins"]
-    fx = "fx_proof.plugin:register"
-
-    [tool.hatch.build.targets.wheel]
-    packages = ["fx_proof", "vllm"]
-    """
+PYPROJECT = plugin_pyproject("fx-proof", "fx_proof.plugin:register", wheel=["fx_proof", "vllm"])
 
 FILES = {
     "pyproject.toml": PYPROJECT,
@@ -292,14 +282,7 @@ def test_a_parser_is_loaded_by_name_only_where_the_package_registers_it(tmp_path
 # A platform that names its own worker for `--worker-cls`, and a second worker class nothing names: a user could
 # still pass that one to the option, but nothing shows that anyone does.
 WORKERS = {
-    "pyproject.toml": """
-        [project]
-        name = "fx-workers"
-        version = "0.1.0"
-
-        [project.entry-points."vllm.platform_plugins"]
-        fx = "fx_workers:detect"
-        """,
+    "pyproject.toml": plugin_pyproject("fx-workers", "fx_workers:detect", "vllm.platform_plugins"),
     "fx_workers/__init__.py": """
         def detect():
             return "fx_workers.platform.FxPlatform"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import build_file_tree, plugin_pyproject, run_cli
 from vllm_scaffold.doctor.live.probe_ray import cluster_note, missing_in_workers, worker_entry_points
 from vllm_scaffold.doctor.reading.context import Context
 from vllm_scaffold.doctor.reading.package import PluginPackage
@@ -20,13 +20,6 @@ from vllm_scaffold_testing import scale_out
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 GENERAL_PLUGIN = REPOSITORY / "generated_examples" / "general-plugin"
-STAT_LOGGER_ONLY = """
-[project]
-name = "only-a-logger"
-version = "0"
-[project.entry-points."vllm.stat_logger_plugins"]
-only_a_logger = "only_a_logger:Logger"
-"""
 
 
 def context(root: Path) -> Context:
@@ -41,23 +34,14 @@ def test_the_note_names_the_general_plugin_and_both_ways_onto_the_nodes() -> Non
 
 
 def test_no_note_for_a_package_with_nothing_loaded_in_workers(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(STAT_LOGGER_ONLY, encoding="utf-8")
-    (tmp_path / "only_a_logger.py").write_text("class Logger:\n    pass\n", encoding="utf-8")
+    logger = plugin_pyproject("only-a-logger", "only_a_logger:Logger", "vllm.stat_logger_plugins")
+    build_file_tree({"pyproject.toml": logger, "only_a_logger.py": "class Logger:\n    pass\n"}, tmp_path)
     assert cluster_note(context(tmp_path)) == []
 
 
-LOGITS_ONLY = """
-[project]
-name = "only-logits"
-version = "0"
-[project.entry-points."vllm.logits_processors"]
-only_logits = "only_logits:Processor"
-"""
-
-
 def test_a_logits_processor_is_noted_since_every_worker_loads_it(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(LOGITS_ONLY, encoding="utf-8")
-    (tmp_path / "only_logits.py").write_text("class Processor:\n    pass\n", encoding="utf-8")
+    processor = plugin_pyproject("only-logits", "only_logits:Processor", "vllm.logits_processors")
+    build_file_tree({"pyproject.toml": processor, "only_logits.py": "class Processor:\n    pass\n"}, tmp_path)
     (note,) = cluster_note(context(tmp_path))
     assert "vllm.logits_processors" in note.where
 

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import build_file_tree
+from tests.helpers import build_file_tree, plugin_pyproject
 from vllm_scaffold import vllm_facts
 from vllm_scaffold.doctor.report.findings import Finding, Severity
 from vllm_scaffold.doctor.runner import diagnose_releases
 
 FILES = {
-    "pyproject.toml": """
-        [project]
-        name = "fx-warn"
-        version = "0.1.0"
-
-        [project.entry-points."vllm.general_plugins"]
-        fx = "fx_warn.plugin:register"
-        """,
+    "pyproject.toml": plugin_pyproject("fx-warn", "fx_warn.plugin:register"),
     "fx_warn/__init__.py": "",
     "fx_warn/plugin.py": """
         import vllm

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers import build_file_tree
+from tests.helpers import build_file_tree, plugin_pyproject
 from vllm_scaffold.doctor.reading.package import PluginPackage
 from vllm_scaffold.doctor.reading.reach import entry_point_reach, reached_functions, steps
 from vllm_scaffold.doctor.reading.source import function
 
 FILES = {
-    "pyproject.toml": """
-        [project]
-        name = "fx-reach"
-        version = "0.1.0"
-
-        [project.entry-points."vllm.general_plugins"]
-        fx = "fx_reach.plugin:register"
-        """,
+    "pyproject.toml": plugin_pyproject("fx-reach", "fx_reach.plugin:register"),
     "fx_reach/__init__.py": """
         from fx_reach import env
         """,
