@@ -235,6 +235,32 @@ CLEAN: dict[str, Variant] = {
             ''',
         }
     ),
+    # The same class, its name also exported in `__all__` and written as a forward reference: neither is a use
+    # that creates one.
+    "abstract-class-exported": Variant(
+        {
+            "gdn.py": '''
+            """The Fx core of the gated delta-net layer, grafted onto vLLM's Qwen layer."""
+            from vllm.model_executor.layers.mamba.gdn.base import GatedDeltaNetAttention
+            from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import QwenGatedDeltaNetAttention
+
+            __all__ = ["FxGatedDeltaNet", "install"]
+
+
+            class FxGatedDeltaNet(GatedDeltaNetAttention):
+                def _forward_core(self, *args, **kwargs):
+                    return None
+
+                @classmethod
+                def core_of(cls) -> type["FxGatedDeltaNet"]:
+                    return cls
+
+
+            def install() -> None:
+                QwenGatedDeltaNetAttention._forward_core = FxGatedDeltaNet._forward_core
+            ''',
+        }
+    ),
     # Registered as the out-of-tree GatedDeltaNetAttention, which 0.32 leaves abstract: vLLM never creates that
     # class (its models build QwenGatedDeltaNetAttention, looked up under its own name), so nor the plugin's.
     "replaces-abstract-layer": Variant(
@@ -362,6 +388,12 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "gdn.py",
         "FxGatedDeltaNet._forward_core\n",
         "FxGatedDeltaNet()._forward_core\n",
+        "vllm-abstract-missing",
+    ),
+    "abstract-class-exported": (
+        "gdn.py",
+        '__all__ = ["FxGatedDeltaNet", "install"]',
+        'LAYER_CLASSES = ["FxGatedDeltaNet"]',
         "vllm-abstract-missing",
     ),
     "replaces-abstract-layer": (

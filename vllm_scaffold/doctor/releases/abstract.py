@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from weakref import WeakKeyDictionary
 
-from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.reading.package import Module, walk_nodes
 from vllm_scaffold.doctor.reading.source import qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
@@ -168,15 +168,29 @@ def _only_read_from(classes: PluginClasses, module: Module, node: ast.ClassDef) 
 
 
 def _names_and_strings(module: Module) -> tuple[dict[str, list[ast.Name]], list[str]]:
-    """The module's Name nodes by identifier, and its string constants: listed once per module."""
+    """The module's Name nodes by identifier, and its string constants that may name a class to load or build:
+    not a forward reference in an annotation (`-> type["Backend"]`) nor an export name in `__all__`. Listed once
+    per module."""
 
     def gather() -> tuple[dict[str, list[ast.Name]], list[str]]:
         by_id: dict[str, list[ast.Name]] = {}
         for n in module.of_type(ast.Name):
             by_id.setdefault(n.id, []).append(n)
-        return by_id, [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str)]
+        skipped = in_annotations(module) | _exported(module)
+        strings = [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str) and id(n) not in skipped]
+        return by_id, strings
 
     return module.memoised("abstract-names", gather)
+
+
+def _exported(module: Module) -> set[int]:
+    """id() of every node of the module's `__all__` assignments (`__all__ = [...]`, `__all__ += [...]`)."""
+    found: set[int] = set()
+    for node in module.of_type(ast.Assign, ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            found.update(id(n) for n in walk_nodes(node.value))
+    return found
 
 
 def _name_uses(module: Module) -> tuple[set[int], set[int]]:
