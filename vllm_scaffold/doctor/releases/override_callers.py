@@ -44,7 +44,13 @@ from vllm_scaffold.doctor.releases.signatures import call_problem, override_prob
 from vllm_scaffold.vllm_facts import Signature, Symbol
 
 # Where vLLM's model interfaces live: a class implementing them is a model, built only from the registry.
-_MODEL_INTERFACES = ("vllm.model_executor.models.interfaces",)
+# Classes vLLM builds only when registered, each with its registration function (facts `cite-register-model`,
+# `model-loaders-built-by-load-format`): a plugin class deriving from one is built only when it, or a plugin class
+# deriving from it, is registered.
+_BUILT_WHEN_REGISTERED = (
+    ("vllm.model_executor.models.interfaces", "register_model"),
+    ("vllm.model_executor.model_loader.base_loader.BaseModelLoader", "register_model_loader"),
+)
 _CAMEL_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+")
 _VERSION_TAG = re.compile(r"(?:^|_|vllm)v?(0\d{2,3})$")
 _PATH = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")
@@ -60,6 +66,14 @@ class Calls:
 
     reached: bool
     bypassed: tuple[CallSite, ...] = ()
+
+
+def _calls(node: ast.expr, function: str) -> bool:
+    """`node` is a call of `function` (`function(...)`, `owner.function(...)`)."""
+    return isinstance(node, ast.Call) and function in (
+        getattr(node.func, "attr", None),
+        getattr(node.func, "id", None),
+    )
 
 
 class OverrideCallers:
@@ -307,25 +321,46 @@ class OverrideCallers:
     # -- objects vLLM never gets -----------------------------------------------------------------------------
 
     def _unbuilt_model(self, qualname: str) -> bool:
-        """A model class (it implements vLLM's model interfaces) that vLLM never builds: neither it nor a
-        plugin class deriving from it is registered (named in a string, an entry point or a register_model
-        call)."""
-        if not any(m.startswith(_MODEL_INTERFACES) for m in self.classes.vllm_mro(qualname)):
-            return False
-        names = {q.rpartition(".")[2] for q in self.classes.family(qualname)}
-        return not (names & self._registered_names)
+        """A class vLLM builds only when registered (a model: it implements vLLM's model interfaces; a model
+        loader) that vLLM never builds: neither it nor a plugin class deriving from it is registered (named in
+        a string, an entry point, or a call or decorator of the registration function)."""
+        ancestry = self.classes.vllm_mro(qualname)
+        for prefix, registration in _BUILT_WHEN_REGISTERED:
+            if any(m.startswith(prefix) for m in ancestry):
+                names = {q.rpartition(".")[2] for q in self.classes.family(qualname)}
+                return not (names & self._registered_names(registration))
+        return False
+
+    def _registered_names(self, registration: str) -> set[str]:
+        memo: dict[str, set[str]] = self.__dict__.setdefault("_registered_memo", {})
+        if registration not in memo:
+            memo[registration] = self._paths_named | self._registered_by(registration)
+        return memo[registration]
 
     @cached_property
-    def _registered_names(self) -> set[str]:
+    def _paths_named(self) -> set[str]:
+        """The last names of the package's entry points and of the dotted paths its code writes."""
         package = self.classes.package
         found = {ep.value.rpartition(":")[2].strip() for ep in package.entry_points}
         for module in package.parsed():
-            for node in module.of_type(ast.Constant, ast.Call):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and _PATH.fullmatch(node.value):
+            for node in module.of_type(ast.Constant):
+                if isinstance(node.value, str) and _PATH.fullmatch(node.value):
                     found.add(re.split(r"[.:]", node.value)[-1])  # "pkg.models.mine:MyModel"
-                elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "register_model":
-                    found |= {n.id for a in node.args for n in ast.walk(a) if isinstance(n, ast.Name)}
-                    found |= {n.attr for a in node.args for n in ast.walk(a) if isinstance(n, ast.Attribute)}
+        return found
+
+    def _registered_by(self, registration: str) -> set[str]:
+        """The names of the classes the package passes to `registration` (`ModelRegistry.register_model("A",
+        Cls)`, `register_model_loader("fmt")(Cls)`) or decorates with it (`@register_model_loader("fmt")`)."""
+        found: set[str] = set()
+        for module in self.classes.package.parsed():
+            for node in module.of_type(ast.Call, ast.ClassDef):
+                if isinstance(node, ast.ClassDef):
+                    if any(_calls(d, registration) for d in node.decorator_list):
+                        found.add(node.name)
+                elif _calls(node, registration) or _calls(node.func, registration):
+                    for argument in node.args:
+                        found |= {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
+                        found |= {n.attr for n in ast.walk(argument) if isinstance(n, ast.Attribute)}
         return found
 
     def other_release_adapter(self, module: Module) -> bool:
