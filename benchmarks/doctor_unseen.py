@@ -1,5 +1,6 @@
 """Scores `doctor --json` runs on published plugins against judgements written by hand, so that the precision
-figures of `docs/measurements/doctor-unseen-plugins.md` can be reproduced from the runs they were taken from.
+figures of `docs/measurements/doctor-unseen-plugins.md` and `doctor-held-out-plugins.md` can be reproduced from
+the runs they were taken from.
 
 `python benchmarks/doctor_unseen.py OUTDIR [--judgements FILE] [--before DIR]` reads `OUTDIR/<owner>+<repo>.json`
 (one `doctor DIR --vllm X --json` run per plugin checkout) and the judgement document, and prints, per plugin,
@@ -14,11 +15,12 @@ It judges the findings of that plugin, file, line and code that doctor now repor
 names: an error judged false that doctor now reports as a warning naming the unproven link is a new statement,
 judged by the warning sections (a warning is true when what it says holds, the unproven link included). A section
 whose title begins "Judgements revised" holds lines `- true: ...`, `- false: ...` or `- debatable: ...` in the
-same format, which replace earlier judgements of the same findings. A section whose title begins "Warnings" and
-ends "judged" is a whole new round of warning judgements: the warnings judged before it are forgotten, and
-those it does not list are true. Every finding no line judges counts as
-true; with `--before DIR` (the run the judgements were made on), those the judged run did not report are
-counted apart as unjudged. Nothing is downloaded: only the files named on the command line are read.
+same format, which replace earlier judgements of the same findings; so does a section whose title begins
+"Judged" (a set judged finding by finding, its "###" sections one plugin each). A section whose title begins
+"Warnings" and ends "judged" is a whole new round of warning judgements: the warnings judged before it are
+forgotten, and those it does not list are true. Every finding no line judges counts as true; with `--before
+DIR` (the run the judgements were made on), those the judged run did not report are counted apart as unjudged.
+Nothing is downloaded: only the files named on the command line are read.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def judgements(text: str) -> dict[Key, str]:
     for line in text.splitlines():
         if line.startswith("## "):
             title = line[3:].strip()
-            outer = section = "revised" if title.startswith("Judgements revised") else _verdict_of(title)
+            explicit = title.startswith(("Judgements revised", "Judged"))
+            outer = section = "revised" if explicit else _verdict_of(title)
             if title.startswith("Warnings") and title.endswith("judged"):
                 # A whole round of warnings: what it does not list is true.
                 found = {key: verdict for key, verdict in found.items() if key[4] != "warning"}

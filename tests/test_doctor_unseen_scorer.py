@@ -73,3 +73,22 @@ def test_errors_and_warnings_are_scored_apart(tmp_path: Path) -> None:
     assert table["fx/owned"]["error"] == {"false": 1, "true": 2}
     assert table["fx/owned"]["warning"] == {"false": 1, "true": 1}
     assert not table["fx/unread"]["error"] and doctor_unseen.precision(table["fx/owned"]["error"]) == "66.7 %"
+
+
+def test_a_set_judged_finding_by_finding_gives_each_line_its_own_verdict() -> None:
+    held_out = """
+## Judged, finding by finding
+
+### fx/kept at 0123456789ab
+
+A platform plugin, 900 lines; doctor: 2 errors, 1 warning.
+- true: `fx/kept` `fx_kept/a.py:3` error `vllm-import-missing`: gone in the release
+- false: `fx/kept` `fx_kept/b.py:8,8` error `vllm-call-signature` ×2: only the plugin calls it
+- debatable: `fx/kept` `fx_kept/c.py:1` warning `env-unknown-vllm-variable`: set by nobody it ships
+- `fx/kept` `fx_kept/d.py:2` error `vllm-import-missing`: a line without a verdict judges nothing here
+"""
+    judged = doctor_unseen.judgements(held_out)
+    assert judged[("fx/kept", "fx_kept/a.py", 3, "vllm-import-missing", "error")] == "true"
+    assert judged[("fx/kept", "fx_kept/b.py", 8, "vllm-call-signature", "error")] == "false"
+    assert judged[("fx/kept", "fx_kept/c.py", 1, "env-unknown-vllm-variable", "warning")] == "debatable"
+    assert ("fx/kept", "fx_kept/d.py", 2, "vllm-import-missing", "error") not in judged
