@@ -325,6 +325,58 @@ def test_a_class_for_an_option_the_package_fills_itself_is_not_loaded_by_that_op
     assert "named with --worker-cls" in reach["fx_workers.old_worker"].evidence
 
 
+# A KV connector that users load by `kv_connector_module_path`: no entry point. Beside it, a module only a user's
+# own script would import, and the plugin's copy of vLLM's scheduler at a path that mirrors vLLM's own.
+CONNECTOR = {
+    "pyproject.toml": '[project]\nname = "fx-connector"\nversion = "0.1.0"\n',
+    "fx_connector/__init__.py": "",
+    "fx_connector/connector.py": """
+        from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorBase_V1
+
+        from fx_connector import store
+
+
+        class FxConnector(KVConnectorBase_V1):
+            pass
+        """,
+    "fx_connector/store.py": """
+        from vllm.gone import StoreHelper
+        """,
+    "fx_connector/bench.py": """
+        from vllm.gone import BenchHelper
+        """,
+    "fx_connector/overlay/v1/core/sched/scheduler.py": """
+        from vllm.gone import SchedulerHelper
+        from vllm.v1.core.sched.interface import SchedulerInterface
+
+
+        class Scheduler(SchedulerInterface):
+            pass
+        """,
+}
+
+
+def test_a_package_without_entry_points_is_read_from_the_classes_vllm_loads_by_name(tmp_path: Path) -> None:
+    package = PluginPackage.load(build_file_tree(CONNECTOR, tmp_path))
+    reach = loading(package, index=vllm_facts.shipped("0.32.0"))
+    assert "named with kv_connector_module_path" in reach["fx_connector.connector"].evidence
+    assert reach["fx_connector"].reach is Reach.REACHED  # the parent package, imported first
+    assert reach["fx_connector.store"].reach is Reach.REACHED  # imported by the connector
+    assert reach["fx_connector.bench"].reach is Reach.UNREACHED
+    # vLLM's own Scheduler, copied where the plugin patches it in: not a class a user names in --scheduler-cls
+    assert reach["fx_connector.overlay.v1.core.sched.scheduler"].reach is Reach.UNREACHED
+    severities = {
+        finding.location[0]: finding.severity
+        for finding in diagnose_releases(package.root, ["0.32.0"])[0].findings
+        if finding.code == "vllm-import-missing"
+    }
+    assert severities == {
+        "fx_connector/store.py": Severity.ERROR,
+        "fx_connector/bench.py": Severity.WARNING,
+        "fx_connector/overlay/v1/core/sched/scheduler.py": Severity.WARNING,
+    }
+
+
 # Every base class a release might load by a name, on any release the tool checks.
 _CANDIDATES = {entry.base for version in vllm_facts.checked_versions() for entry in loaded_bases(version).values()}
 

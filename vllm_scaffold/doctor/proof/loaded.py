@@ -13,8 +13,9 @@ version and `reading/versions.py` decides it on the checked release, the answer 
 admits the release reaches what follows it, a branch the release takes is reached, and what follows a pin that
 raises on the release (or a branch it does not take) is not reached there: a module imported only from such code
 is excluded on that release, and findings in it are suppressed with the pin named. Imports under
-`if TYPE_CHECKING:` never run. A package without a vLLM entry point is loaded by whoever imports it, so every
-module counts as reached.
+`if TYPE_CHECKING:` never run. A package without a vLLM entry point is read from the classes vLLM loads by
+name (below: a KV connector users load by `kv_connector_module_path`), and what they import; one without such
+classes either is loaded by whoever imports it, so every module counts as reached.
 
 vLLM also loads classes the user names in an option (`--scheduler-cls pkg.mod.Cls`, `--worker-cls`,
 `--logits-processors`, a KV connector's `kv_connector_module_path`, `--distributed-executor-backend`, the parser
@@ -290,10 +291,28 @@ def _classes_by_option(
         table = aliases(module)
         for node in module.of_type(ast.ClassDef):
             for ancestor, entry in _loaded_ancestors(node, table, index, bases):
-                if not entry.registry or registered.has(node, entry.registry):
+                # a parser is selected by the name it is registered under; any other class by its own path
+                if entry.registry:
+                    selected = registered.has(node, entry.registry)
+                else:
+                    selected = not _copies_vllm_class(name, node.name, index)
+                if selected:
                     found.setdefault(name, []).append((node.name, ancestor, entry.option))
                     break
     return found
+
+
+def _copies_vllm_class(module: str, cls: str, index: ReleaseIndex | None) -> bool:
+    """The class is the plugin's copy of one of vLLM's, kept at a path that mirrors vLLM's own (`Scheduler` in
+    `pkg.patch.v1.core.sched.scheduler`, vLLM's `vllm.v1.core.sched.scheduler.Scheduler`): the plugin puts it in
+    vLLM's place itself; it is not a class of its own for a user to name in an option (one it registers with a
+    parser manager is selected by that name, and counts as loaded)."""
+    if index is None:
+        return False
+    parts = module.split(".")
+    return any(
+        index.resolve(".".join(["vllm", *parts[start:], cls])).kind == "class" for start in range(1, len(parts) - 1)
+    )
 
 
 def _loaded_ancestors(
@@ -353,7 +372,8 @@ def loading(
     vLLM that the checked release's own modules import (`tpu_inference.platforms.TpuPlatform`): vLLM loads
     those modules itself. `index`: the checked release, for the ancestry of the classes the modules define."""
     roots = {ep.module for ep in package.project.vllm_entry_points}
-    if not roots:
+    by_name = _loaded_by_name(package, index, _Registered(package))
+    if not roots and not by_name:
         return {name: Loading(Reach.REACHED, "the package has no vLLM entry point") for name in package.modules}
     roots |= {name for name in vllm_imports if name.split(".")[0] in package.project.packages}
     version = index.version if index is not None else None
@@ -362,10 +382,13 @@ def loading(
     }
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
-    registered = _Registered(package)
-    for name, by_name in _loaded_by_name(package, index, registered).items():
-        found[name] = Loading(Reach.REACHED, by_name)
-        queue.append(name)
+    for name, evidence in by_name.items():
+        for module in _named_modules(package, name):  # importing a module imports its parent packages first
+            if module not in found:
+                found[module] = Loading(
+                    Reach.REACHED, evidence if module == name else f"{name} is imported: {evidence}"
+                )
+                queue.append(module)
     for root in sorted(roots):
         for name in _named_modules(package, root):
             if name not in found:
@@ -400,7 +423,12 @@ def loading(
                 for name in _named_modules(package, edge.target):
                     found.setdefault(name, how)
     for name in package.modules:
-        found.setdefault(
-            name, Loading(Reach.UNREACHED, f"nothing the package's vLLM entry points load imports or names {name}")
-        )
+        if package.project.vllm_entry_points:
+            unreached = f"nothing the package's vLLM entry points load imports or names {name}"
+        else:
+            unreached = (
+                f"the package has no vLLM entry point, and nothing its classes named in options load imports or "
+                f"names {name}"
+            )
+        found.setdefault(name, Loading(Reach.UNREACHED, unreached))
     return found
