@@ -279,12 +279,12 @@ def _named(modules: Iterable[Module]) -> set[str]:
 
 def _classes_by_option(
     package: PluginPackage, index: ReleaseIndex | None, registered: _Registered
-) -> dict[str, list[tuple[str, str, str]]]:
-    """Module name -> (class, the vLLM ancestor it is loaded by, the option) for each class of the module that a
+) -> dict[str, list[tuple[str, str, LoadedByName]]]:
+    """Module name -> (class, the vLLM ancestor it is loaded by, how) for each class of the module that a
     loaded base of the release (registered, where vLLM selects it by a registered name) has among its
     ancestors: the first such ancestor per class."""
     bases = loaded_bases(index.version if index is not None else None)
-    found: dict[str, list[tuple[str, str, str]]] = {}
+    found: dict[str, list[tuple[str, str, LoadedByName]]] = {}
     for name, module in package.modules.items():
         if module.tree is None:
             continue
@@ -297,7 +297,7 @@ def _classes_by_option(
                 else:
                     selected = not _copies_vllm_class(name, node.name, index)
                 if selected:
-                    found.setdefault(name, []).append((node.name, ancestor, entry.option))
+                    found.setdefault(name, []).append((node.name, ancestor, entry))
                     break
     return found
 
@@ -328,26 +328,30 @@ def _loaded_ancestors(
         yield from ((ancestor, bases[ancestor]) for ancestor in ancestors if ancestor in bases)
 
 
-def _loaded_by_name(package: PluginPackage, index: ReleaseIndex | None, registered: _Registered) -> dict[str, str]:
-    """Module name -> the evidence that vLLM loads it by a class the user names in an option, for each module
-    defining such a class. Where the package itself names classes of its own for an option (a platform that
-    sets `parallel_config.worker_cls = "pkg.worker.Worker"`), those are the ones the option loads: another
-    class for that option, which nothing names, is not shown to be loaded by it."""
+def _loaded_by_name(
+    package: PluginPackage, index: ReleaseIndex | None, registered: _Registered
+) -> dict[str, tuple[str, bool]]:
+    """Module name -> (the evidence that vLLM loads it by a class the user names in an option, whether vLLM imports
+    it by its module name, its parent packages first: a parser plugin is a file vLLM imports by its path alone),
+    for each module defining such a class. Where the package itself names classes of its own for an option (a
+    platform that sets `parallel_config.worker_cls = "pkg.worker.Worker"`), those are the ones the option loads:
+    another class for that option, which nothing names, is not shown to be loaded by it."""
     by_option = _classes_by_option(package, index, registered)
     written = _package_strings(package)
     chosen = {
-        option
+        entry.option
         for name, classes in by_option.items()
-        for cls, _ancestor, option in classes
+        for cls, _ancestor, entry in classes
         if f"{name}.{cls}" in written
     }
     loaded = facts.fact("classes-loaded-by-name").text()
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, bool]] = {}
     for name, classes in by_option.items():
-        for cls, ancestor, option in classes:
-            if option in chosen and f"{name}.{cls}" not in written:
+        for cls, ancestor, entry in classes:
+            if entry.option in chosen and f"{name}.{cls}" not in written:
                 continue
-            found[name] = f"{name}.{cls} subclasses {ancestor}, named with {option}: {loaded}"
+            evidence = f"{name}.{cls} subclasses {ancestor}, named with {entry.option}: {loaded}"
+            found[name] = (evidence, not entry.registry)
             break
     return found
 
@@ -382,8 +386,9 @@ def loading(
     }
     found: dict[str, Loading] = {}
     queue: deque[str] = deque()
-    for name, evidence in by_name.items():
-        for module in _named_modules(package, name):  # importing a module imports its parent packages first
+    for name, (evidence, by_module_name) in by_name.items():
+        # importing a module by its name imports its parent packages first
+        for module in _named_modules(package, name) if by_module_name else [name]:
             if module not in found:
                 found[module] = Loading(
                     Reach.REACHED, evidence if module == name else f"{name} is imported: {evidence}"
