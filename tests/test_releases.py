@@ -215,12 +215,14 @@ def test_an_override_taking_kwargs_binds_what_vllm_passes_by_name() -> None:
         ("", {"VLLM_FX_A", "VLLM_FX_B"}),
         ("environment_variables.update(FX_VARIABLES)", {"VLLM_FX_B"}),
         ('environment_variables["VLLM_FX_B"] = lambda: None', {"VLLM_FX_A"}),
+        ("from fx_env.variables import FX_TABLE\nenvironment_variables.update(FX_TABLE)", {"VLLM_FX_A"}),
         ("class FxPlatform:\n    def validate_environ(cls, hard_fail):\n        pass", set()),
     ],
 )
 def test_variables_the_plugin_adds_to_vllms_list_are_known(registers: str, reported: set[str], tmp_path: Path) -> None:
-    """A platform that adds its variables to `vllm.envs.environment_variables`, or replaces the check, is not
-    logged for them (found in a published platform plugin)."""
+    """A platform that adds its variables to `vllm.envs.environment_variables` (a table of this module's or one
+    it imports from another), or replaces the check, is not logged for them (found in published platform
+    plugins)."""
     from textwrap import indent
 
     from tests.helpers import build_file_tree
@@ -230,6 +232,7 @@ def test_variables_the_plugin_adds_to_vllms_list_are_known(registers: str, repor
             "pyproject.toml": '[project]\nname = "fx-env"\nversion = "0.1.0"\n\n'
             '[project.entry-points."vllm.general_plugins"]\nfx = "fx_env.plugin:register"\n',
             "fx_env/__init__.py": "",
+            "fx_env/variables.py": 'FX_TABLE = {"VLLM_FX_B": lambda: None}\n',
             "fx_env/plugin.py": """
                 import os
 

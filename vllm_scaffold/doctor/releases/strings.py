@@ -180,7 +180,7 @@ def _added_variables(classes: PluginClasses) -> frozenset[str] | None:
                 if qualified(node.func.value, table) == _ENVIRONMENT_LIST and node.args:
                     argument = node.args[0]
                     if isinstance(argument, ast.Name):
-                        added.update(dicts.get(argument.id, ()))
+                        added.update(dicts.get(argument.id) or _imported_dict(classes, qualified(argument, table)))
                     elif isinstance(argument, ast.Dict):
                         added.update(_keys(argument))
             elif isinstance(node, ast.Assign):
@@ -192,6 +192,16 @@ def _added_variables(classes: PluginClasses) -> frozenset[str] | None:
             break
     _ADDED[classes] = None if added is None else frozenset(added)
     return _ADDED[classes]
+
+
+def _imported_dict(classes: PluginClasses, qualname: str | None) -> list[str]:
+    """The string keys of the dict literal a module of the package binds at `qualname` (`pkg.envs.VARIABLES`,
+    imported from there), or none."""
+    if qualname is None:
+        return []
+    owner, _, name = qualname.rpartition(".")
+    module = classes.package.modules.get(owner)
+    return _module_dicts(module).get(name, []) if module is not None else []
 
 
 def _module_dicts(module: Module) -> dict[str, list[str]]:
