@@ -332,6 +332,26 @@ CLEAN: dict[str, Variant] = {
             ''',
         }
     ),
+    # Derived from one of vLLM's own backends, which leaves get_impl_cls abstract itself (KimiK3's KDA backend):
+    # vLLM uses it as a class, and so the plugin's.
+    "abstract-left-by-a-vllm-leaf": Variant(
+        {
+            "kda.py": '''
+            """The Fx KDA attention backend: vLLM's own, under the Fx name."""
+            from vllm.models.kimi_k3.nvidia.kda_metadata import KimiK3KDAAttentionBackend as KDABackend
+
+
+            class FxKDABackend(KDABackend):
+                @staticmethod
+                def get_name() -> str:
+                    return "FX_KDA"
+
+
+            def kda_backend() -> type[KDABackend]:
+                return FxKDABackend
+            ''',
+        }
+    ),
     # Both calls of the vLLM base's __init__ are written, one per release: the branch 0.32 takes passes
     # tier_type alone, which its AsyncLookupManager takes.
     "super-call-per-release": Variant(
@@ -409,6 +429,12 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "vllm-abstract-missing",
     ),
     "abstract-left-by-vllm-too": ("backend.py", "def get_name()", "def get_label()", "vllm-abstract-missing"),
+    "abstract-left-by-a-vllm-leaf": (
+        "kda.py",
+        "from vllm.models.kimi_k3.nvidia.kda_metadata import KimiK3KDAAttentionBackend as KDABackend",
+        "from vllm.v1.attention.backend import AttentionBackend as KDABackend",
+        "vllm-abstract-missing",
+    ),
     "super-call-per-release": (
         "lookup.py",
         "super().__init__(tier_type=tier_type)\n",

@@ -79,16 +79,15 @@ def _left_abstract_by_vllm(index: ReleaseIndex, bases: list[Symbol]) -> set[str]
 
 
 def _left_below(index: ReleaseIndex) -> dict[tuple[str, str], set[str]]:
-    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, read once per
-    release rather than once per plugin lineage."""
+    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, or of the class
+    itself where it is a leaf, read once per release rather than once per plugin lineage."""
     if index not in _LEFT:
         below: dict[tuple[str, str], set[str]] = {}
         for leaf in _leaf_classes(index):
-            ancestors = index.mro(leaf)[0][1:]
-            if not ancestors:
-                continue
             abstract = index.abstract_methods(leaf)
-            for ancestor in ancestors:
+            if not abstract:
+                continue
+            for ancestor in index.mro(leaf)[0]:  # the leaf itself too: a plugin class may derive from it
                 below.setdefault((ancestor.module, ancestor.name), set()).update(abstract)
         _LEFT[index] = below
     return _LEFT[index]
