@@ -352,6 +352,23 @@ CLEAN: dict[str, Variant] = {
             ''',
         }
     ),
+    # torch's nn.Module comes first among the bases: super().__init__() is nn.Module's, which does not pass the
+    # call on to vLLM's model interface (whose __init__ takes vllm_config).
+    "super-reaches-another-library-first": Variant(
+        {
+            "model.py": '''
+            """The Fx model: a torch module that also states vLLM's model interface."""
+            from torch import nn
+            from vllm.model_executor.models.interfaces_base import VllmModel
+
+
+            class FxModel(nn.Module, VllmModel):
+                def __init__(self, hidden: int) -> None:
+                    super().__init__()
+                    self.hidden = hidden
+            ''',
+        }
+    ),
     # Both calls of the vLLM base's __init__ are written, one per release: the branch 0.32 takes passes
     # tier_type alone, which its AsyncLookupManager takes.
     "super-call-per-release": Variant(
@@ -434,6 +451,12 @@ CONTRASTS: dict[str, tuple[str, str, str, str]] = {
         "from vllm.models.kimi_k3.nvidia.kda_metadata import KimiK3KDAAttentionBackend as KDABackend",
         "from vllm.v1.attention.backend import AttentionBackend as KDABackend",
         "vllm-abstract-missing",
+    ),
+    "super-reaches-another-library-first": (
+        "model.py",
+        "class FxModel(nn.Module, VllmModel):",
+        "class FxModel(VllmModel, nn.Module):",
+        "vllm-super-call-signature",
     ),
     "super-call-per-release": (
         "lookup.py",

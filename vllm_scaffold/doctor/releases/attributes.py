@@ -183,6 +183,9 @@ def check_super_calls(
         return
     if any(b in classes for b in classes.bases(module, node)):
         return  # super() may land in the plugin's own class first
+    if _first_base_outside(classes, module, node):
+        return  # super() reaches a class outside vLLM first (torch's nn.Module): whether it passes the call on
+        # to the vLLM base is that class's own affair
     if not any(node.lineno <= line <= (node.end_lineno or line) for line in _super_lines(module)):
         return  # no super() call within the class's lines
     for stmt in node.body:
@@ -208,6 +211,17 @@ def check_super_calls(
         for call in inside:
             if isinstance(call, ast.Call):
                 _super_call_arguments(classes, out, module, node, stmt, call, bases)
+
+
+def _first_base_outside(classes: PluginClasses, module: Module, node: ast.ClassDef) -> bool:
+    """The class's first base, where `super()` looks first, is a class of another library (neither vLLM's nor
+    the plugin's own): `class Model(nn.Module, VllmModel)`."""
+    first = node.bases[0] if node.bases else None
+    if isinstance(first, ast.Subscript):
+        first = first.value
+    name = qualified(first, classes.tables[module.name]) if isinstance(first, ast.Name | ast.Attribute) else None
+    top = name.split(".")[0] if name else None
+    return top is not None and top != "vllm" and top not in classes.package.project.packages
 
 
 def _super_lines(module: Module) -> list[int]:
