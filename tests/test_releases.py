@@ -252,3 +252,43 @@ def test_variables_the_plugin_adds_to_vllms_list_are_known(registers: str, repor
     findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped(vllm_facts.default_version()), [])
     named = {f.message.split()[0] for f in findings if f.code == "env-unknown-vllm-variable"}
     assert named == reported
+
+
+@pytest.mark.parametrize(
+    ("base", "reported"),
+    [
+        # vLLM has no implementation of IOProcessor: its own abstract methods are the plugin's to write
+        ("vllm.plugins.io_processors.interface:IOProcessor", True),
+        # vLLM's own KimiK3 KDA backend inherits get_impl_cls unimplemented: vLLM uses it as a class
+        ("vllm.models.kimi_k3.nvidia.kda_metadata:KimiK3KDAAttentionBackend", False),
+    ],
+)
+def test_a_vllm_leaf_class_leaves_only_what_it_inherits_to_its_subclasses(
+    base: str, reported: bool, tmp_path: Path
+) -> None:
+    """A plugin class derived from a vLLM class that nothing in vLLM derives from further: the abstract methods
+    that class itself declares must be implemented; those it inherits and leaves unimplemented need not be."""
+    from tests.helpers import build_file_tree, plugin_pyproject
+
+    module, _, name = base.partition(":")
+    build_file_tree(
+        {
+            "pyproject.toml": plugin_pyproject("fx-leaf", "fx_leaf.plugin:register"),
+            "fx_leaf/__init__.py": "",
+            "fx_leaf/plugin.py": f"""
+                from {module} import {name}
+
+
+                class FxLeaf({name}):
+                    def pre_process(self, prompt, request_id=None, **kwargs):
+                        return prompt
+
+
+                def register() -> type:
+                    return FxLeaf
+                """,
+        },
+        tmp_path,
+    )
+    findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped("0.32.0"), [])
+    assert ("vllm-abstract-missing" in {f.code for f in findings}) is reported, findings

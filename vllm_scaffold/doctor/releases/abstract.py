@@ -79,16 +79,21 @@ def _left_abstract_by_vllm(index: ReleaseIndex, bases: list[Symbol]) -> set[str]
 
 
 def _left_below(index: ReleaseIndex) -> dict[tuple[str, str], set[str]]:
-    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, or of the class
-    itself where it is a leaf, read once per release rather than once per plugin lineage."""
+    """Per vLLM class (module, name): the abstract methods of the leaf classes deriving from it, and those a leaf
+    class inherits and leaves unimplemented, read once per release rather than once per plugin lineage."""
     if index not in _LEFT:
         below: dict[tuple[str, str], set[str]] = {}
         for leaf in _leaf_classes(index):
+            ancestors = index.mro(leaf)[0][1:]
             abstract = index.abstract_methods(leaf)
-            if not abstract:
+            if not ancestors or not abstract:
                 continue
-            for ancestor in index.mro(leaf)[0]:  # the leaf itself too: a plugin class may derive from it
+            for ancestor in ancestors:
                 below.setdefault((ancestor.module, ancestor.name), set()).update(abstract)
+            # a plugin class may derive from the leaf itself: what the leaf inherits unimplemented counts, not
+            # what it declares abstract itself (a base class vLLM has no implementation of, IOProcessor)
+            inherited = set().union(*(index.abstract_methods(ancestor) for ancestor in ancestors))
+            below.setdefault((leaf.module, leaf.name), set()).update(abstract & inherited)
         _LEFT[index] = below
     return _LEFT[index]
 
