@@ -1767,3 +1767,20 @@ def test_a_worker_the_platform_names_goes_with_the_platform_with_the_runner_only
     # Without the platform in the fork, vLLM's own platform names vLLM's worker: its changes are patches.
     alone = triage(build_fork(wheel, tmp_path / "alone", worker_and_runner))
     assert {e.route.route for e in alone.entries} == {"patch"}
+
+
+def test_a_changed_builtin_platform_detector_is_the_platform_component_s_own(wheel: Path, tmp_path: Path) -> None:
+    """vLLM's own detector functions are the entries of `builtin_platform_plugins`, a registration point: a fork
+    that changes one (to detect its device) gets the platform component's detector, not a patch of vLLM's."""
+    edits: dict[str, list[Edit] | str] = {
+        "vllm/platforms/__init__.py": [
+            (
+                "def cpu_platform_plugin() -> str | None:\n",
+                "def cpu_platform_plugin() -> str | None:\n    return None\n",
+            )
+        ],
+    }
+    (entry,) = triage(build_fork(wheel, tmp_path / "fork", edits)).entries
+    assert entry.symbol == "vllm.platforms.cpu_platform_plugin"
+    assert entry.route.route == "platform"
+    assert "an entry of vllm.platforms.builtin_platform_plugins" in entry.route.why

@@ -102,8 +102,8 @@ ROLES = ("http_routes", "process_wide")
 
 REASONS = (
     "patch", "covered", "registered", "extended", "copied_at_import", "read_at_import", "settable", "code_at_import",
-    "class_shell", "removed", "goes_with", "named_by", "held_with", "unreferenced", "data_file", "syntax",
-    "base_extended",
+    "class_shell", "removed", "goes_with", "named_by", "held_with", "registration_entry", "unreferenced",
+    "data_file", "syntax", "base_extended",
 )  # fmt: skip
 
 

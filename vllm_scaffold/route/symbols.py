@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from vllm_scaffold.catalog.routes import SeamRoute
 from vllm_scaffold.route.bases import History
 from vllm_scaffold.route.features import Feature, route_features, rpc_callers, rpc_route
 from vllm_scaffold.route.routing import FORK, PATCH, SETTING, Route, Router, mentioned, new_names
@@ -228,6 +229,12 @@ def _direct(
         answer = added[0] if added and registering.answer else ""
         why = reasons.reason("registered", name=answer or (added[0] if added else key), seam=registering.key)
         return router.seam_route(registering, why, answer=answer, joins=True)
+    if kind == FUNCTION and change.change != REMOVED:
+        entry = _registration_entry(router, module, key, fork_ast or base_ast)
+        if entry is not None:
+            seam, table = entry
+            why = reasons.reason("registration_entry", name=change.symbol, table=table, seam=seam.key)
+            return router.seam_route(seam, why, joins=True)
     if kind in {CLASS, METHOD}:
         owner = key.split(".")[0]
         symbol = router.index.resolve(f"{module}.{owner}")
@@ -281,6 +288,22 @@ def _direct(
     assert kind == CODE
     general = router.routes.seam_for("process_wide")
     return router.seam_route(general, reasons.reason("code_at_import", module=module), joins=True)
+
+
+def _registration_entry(
+    router: Router, module: str, name: str, tree: ast.Module | None
+) -> tuple[SeamRoute, str] | None:
+    """(the seam, the table) where a module-level table of vLLM's that is a seam's registration point names the
+    function `name` among its values (`builtin_platform_plugins = {"cpu": cpu_platform_plugin, ...}`)."""
+    for stmt in tree.body if tree is not None else ():
+        if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Dict):
+            continue
+        for target in stmt.targets:
+            table = f"{module}.{target.id}" if isinstance(target, ast.Name) else ""
+            seam = router.registering_seam(table) if table else None
+            if seam is not None and any(isinstance(v, ast.Name) and v.id == name for v in stmt.value.values):
+                return seam, table
+    return None
 
 
 def _binds_a_name(node: ast.AST | None) -> bool:
