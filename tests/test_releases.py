@@ -292,3 +292,46 @@ def test_a_vllm_leaf_class_leaves_only_what_it_inherits_to_its_subclasses(
     )
     findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped("0.32.0"), [])
     assert ("vllm-abstract-missing" in {f.code for f in findings}) is reported, findings
+
+
+@pytest.mark.parametrize(
+    ("bases", "reported"),
+    [
+        ("VllmModel", True),
+        ("Generic[T], VllmModel", True),  # Generic has no __init__: super() passes through it
+        ("nn.Module, VllmModel", False),  # nn.Module.__init__ does not pass the call on
+    ],
+)
+def test_super_reaches_the_vllm_base_only_through_bases_that_pass_it_on(
+    bases: str, reported: bool, tmp_path: Path
+) -> None:
+    """`super().__init__()` in a model class: VllmModel's __init__ takes vllm_config, so the call fails where
+    super() reaches it, and not where another library's class that does not pass the call on comes first."""
+    from tests.helpers import build_file_tree, plugin_pyproject
+
+    build_file_tree(
+        {
+            "pyproject.toml": plugin_pyproject("fx-super", "fx_super.plugin:register"),
+            "fx_super/__init__.py": "",
+            "fx_super/plugin.py": f"""
+                from typing import Generic, TypeVar
+
+                from torch import nn
+                from vllm.model_executor.models.interfaces_base import VllmModel
+
+                T = TypeVar("T")
+
+
+                class FxModel({bases}):
+                    def __init__(self) -> None:
+                        super().__init__()
+
+
+                def register() -> type:
+                    return FxModel
+                """,
+        },
+        tmp_path,
+    )
+    findings = check(PluginPackage.load(tmp_path), vllm_facts.shipped("0.32.0"), [])
+    assert ("vllm-super-call-signature" in {f.code for f in findings}) is reported, findings

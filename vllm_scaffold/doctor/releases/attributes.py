@@ -213,15 +213,20 @@ def check_super_calls(
                 _super_call_arguments(classes, out, module, node, stmt, call, bases)
 
 
+# Libraries whose classes define no `__init__` of their own (`Generic`, `Protocol`, `ABC`): super() passes
+# through them to the next base.
+_PASS_THROUGH = frozenset({"abc", "typing", "typing_extensions", "builtins"})
+
+
 def _first_base_outside(classes: PluginClasses, module: Module, node: ast.ClassDef) -> bool:
     """The class's first base, where `super()` looks first, is a class of another library (neither vLLM's nor
-    the plugin's own): `class Model(nn.Module, VllmModel)`."""
+    the plugin's own, nor a typing or abc base that passes the call on): `class Model(nn.Module, VllmModel)`."""
     first = node.bases[0] if node.bases else None
     if isinstance(first, ast.Subscript):
         first = first.value
     name = qualified(first, classes.tables[module.name]) if isinstance(first, ast.Name | ast.Attribute) else None
     top = name.split(".")[0] if name else None
-    return top is not None and top != "vllm" and top not in classes.package.project.packages
+    return top is not None and top not in {"vllm", *_PASS_THROUGH} and top not in classes.package.project.packages
 
 
 def _super_lines(module: Module) -> list[int]:
