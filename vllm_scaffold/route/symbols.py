@@ -144,7 +144,7 @@ def _bring_named_classes(
         for text in _dotted_strings(node if node is not None else change.fork.node if change.fork else None):
             if text not in brought and any(owners[n] == text and movable(n) for n in range(len(changes))):
                 why = router.routes.reason(
-                    "named_by", user=owners[number], owner=text, path=text, route=route.route, name=text.rsplit(".")[-1]
+                    "named_by", user=owners[number], owner=text, route=route.route, name=text.rsplit(".")[-1]
                 )
                 brought[text] = (number, why)
     if not brought:
