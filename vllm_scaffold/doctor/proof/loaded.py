@@ -209,18 +209,16 @@ def _edges(package: PluginPackage, module: Module, version: str | None = None) -
 
     if module.tree is not None:
         visit(module.tree.body, False)
-    for node in module.of_type(ast.Constant):
-        value = node.value if isinstance(node, ast.Constant) else None
-        if isinstance(value, str) and len(value) < 300 and _DOTTED.fullmatch(text := value.strip().replace(":", ".")):
-            line = getattr(node, "lineno", 0)
-            if not _named_modules(package, text):
-                add(text, node, False)
-            elif pin := next((why for first, last, why in excluded_lines if first <= line <= last), None):
-                add(text, node, True, excluded=pin)
-            elif any(first <= line <= last for first, last in conditional_lines):
-                add(text, node, True, "is named only under the plugin's own vLLM version condition")
-            else:
-                add(text, node, False)
+    for node, text in _dotted_strings(module):
+        line = node.lineno
+        if not _named_modules(package, text):
+            add(text, node, False)
+        elif pin := next((why for first, last, why in excluded_lines if first <= line <= last), None):
+            add(text, node, True, excluded=pin)
+        elif any(first <= line <= last for first, last in conditional_lines):
+            add(text, node, True, "is named only under the plugin's own vLLM version condition")
+        else:
+            add(text, node, False)
     return found
 
 
@@ -357,16 +355,24 @@ def _loaded_by_name(
 
 
 def _package_strings(package: PluginPackage) -> frozenset[str]:
-    """Every dotted name the package's code writes in a string (`pkg.mod.Cls`, `pkg.mod:Cls` as
-    `pkg.mod.Cls`)."""
-    return frozenset(
-        text
-        for module in package.modules.values()
-        for node in module.of_type(ast.Constant)
-        if isinstance(node.value, str)
-        and len(node.value) < 300
-        and _DOTTED.fullmatch(text := node.value.strip().replace(":", "."))
-    )
+    """Every dotted name the package's code writes in a string."""
+    return frozenset(text for module in package.modules.values() for _node, text in _dotted_strings(module))
+
+
+def _dotted_strings(module: Module) -> list[tuple[ast.Constant, str]]:
+    """Each string of the module that is a dotted name (`pkg.mod.Cls`; `pkg.mod:Cls` read as `pkg.mod.Cls`), with
+    its node; read once per module."""
+
+    def read() -> list[tuple[ast.Constant, str]]:
+        return [
+            (node, text)
+            for node in module.of_type(ast.Constant)
+            if isinstance(node.value, str)
+            and len(node.value) < 300
+            and _DOTTED.fullmatch(text := node.value.strip().replace(":", "."))
+        ]
+
+    return module.memoised("dotted-strings", read)
 
 
 def loading(
