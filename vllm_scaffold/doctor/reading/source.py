@@ -153,8 +153,7 @@ def _read_sites(module: Module) -> list[_Site]:
         nodes += [d for d in definition.decorator_list if isinstance(d, ast.Attribute)]
     sites: list[_Site] = []
     for node in nodes:
-        func = node.func if isinstance(node, ast.Call) else node
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        name = called_name(node)
         if name is not None:
             sites.append(_Site(node, name, id(node) in at_import))
     sites.sort(key=lambda site: getattr(site.node, "lineno", 0))
@@ -207,7 +206,7 @@ def top_level_names(module: Module) -> set[str]:
         else:
             names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     if "__getattr__" in names:  # PEP 562: the module provides the names it exports on first access
-        names.update(_exported(module))
+        names.update(str(constant.value) for constant in exports(module))
     return names
 
 
@@ -220,13 +219,25 @@ def _header(stmt: ast.stmt) -> ast.AST:
     return ast.Pass()
 
 
-def _exported(module: Module) -> list[str]:
-    """The string literals of a top-level `__all__ = [...]`."""
-    for stmt in module.tree.body if module.tree else ():
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets):
-            if isinstance(stmt.value, (ast.List, ast.Tuple)):
-                return [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    return []
+def exports(module: Module) -> list[ast.Constant]:
+    """The string literals of the module's `__all__` (`__all__ = [...]`, `__all__ += [...]`): names it exports,
+    not names it uses."""
+
+    def read() -> list[ast.Constant]:
+        found: list[ast.Constant] = []
+        for node in module.of_type(ast.Assign, ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                found += [n for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        return found
+
+    return module.memoised("exports", read)
+
+
+def called_name(node: ast.AST) -> str | None:
+    """The name a call (or a bare decorator) calls: `f` of `f(...)` and of `owner.f(...)`; None otherwise."""
+    func = node.func if isinstance(node, ast.Call) else node
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
 def references(module: Module) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from weakref import WeakKeyDictionary
 
-from vllm_scaffold.doctor.reading.package import Module, walk_nodes
-from vllm_scaffold.doctor.reading.source import qualified
+from vllm_scaffold.doctor.reading.package import Module
+from vllm_scaffold.doctor.reading.source import exports, qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, in_annotations
@@ -180,21 +180,11 @@ def _names_and_strings(module: Module) -> tuple[dict[str, list[ast.Name]], list[
         by_id: dict[str, list[ast.Name]] = {}
         for n in module.of_type(ast.Name):
             by_id.setdefault(n.id, []).append(n)
-        skipped = in_annotations(module) | _exported(module)
+        skipped = in_annotations(module) | {id(constant) for constant in exports(module)}
         strings = [n.value for n in module.of_type(ast.Constant) if isinstance(n.value, str) and id(n) not in skipped]
         return by_id, strings
 
     return module.memoised("abstract-names", gather)
-
-
-def _exported(module: Module) -> set[int]:
-    """id() of every node of the module's `__all__` assignments (`__all__ = [...]`, `__all__ += [...]`)."""
-    found: set[int] = set()
-    for node in module.of_type(ast.Assign, ast.AugAssign):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            found.update(id(n) for n in walk_nodes(node.value))
-    return found
 
 
 def _name_uses(module: Module) -> tuple[set[int], set[int]]:

@@ -37,7 +37,7 @@ from functools import cached_property
 
 from vllm_scaffold.doctor.reading.callers import CallSite, CallSites
 from vllm_scaffold.doctor.reading.package import Module
-from vllm_scaffold.doctor.reading.source import references
+from vllm_scaffold.doctor.reading.source import called_name, references
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.replacements import patch_replacements
 from vllm_scaffold.doctor.releases.signatures import call_problem, override_problem
@@ -66,14 +66,6 @@ class Calls:
 
     reached: bool
     bypassed: tuple[CallSite, ...] = ()
-
-
-def _calls(node: ast.expr, function: str) -> bool:
-    """`node` is a call of `function` (`function(...)`, `owner.function(...)`)."""
-    return isinstance(node, ast.Call) and function in (
-        getattr(node.func, "attr", None),
-        getattr(node.func, "id", None),
-    )
 
 
 class OverrideCallers:
@@ -355,9 +347,12 @@ class OverrideCallers:
         for module in self.classes.package.parsed():
             for node in module.of_type(ast.Call, ast.ClassDef):
                 if isinstance(node, ast.ClassDef):
-                    if any(_calls(d, registration) for d in node.decorator_list):
+                    if any(isinstance(d, ast.Call) and called_name(d) == registration for d in node.decorator_list):
                         found.add(node.name)
-                elif _calls(node, registration) or _calls(node.func, registration):
+                elif registration in (
+                    called_name(node),
+                    called_name(node.func) if isinstance(node.func, ast.Call) else None,
+                ):
                     for argument in node.args:
                         found |= {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
                         found |= {n.attr for n in ast.walk(argument) if isinstance(n, ast.Attribute)}

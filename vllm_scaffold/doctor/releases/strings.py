@@ -8,7 +8,7 @@ import re
 import weakref
 
 from vllm_scaffold.doctor.reading.package import Module
-from vllm_scaffold.doctor.reading.source import aliases, qualified
+from vllm_scaffold.doctor.reading.source import aliases, called_name, qualified
 from vllm_scaffold.doctor.releases.classes import PluginClasses
 from vllm_scaffold.doctor.releases.findings import Findings
 from vllm_scaffold.doctor.releases.places import Place, in_annotations
@@ -50,11 +50,6 @@ def check_dotted_strings(classes: PluginClasses, out: Findings, module: Module) 
             )
 
 
-def _called_name(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-
-
 def _logger_names(module: Module) -> set[int]:
     """id() of the string constants that name loggers: the argument of `logging.getLogger("vllm.x")`, vLLM's
     `init_logger` or `init_tracer`, a module-level constant that argument is built from
@@ -62,7 +57,7 @@ def _logger_names(module: Module) -> set[int]:
     found: set[int] = set()
     names: set[str] = set()
     for call in module.of_type(ast.Call):
-        if _called_name(call) in _LOGGER_FACTORIES:
+        if called_name(call) in _LOGGER_FACTORIES:
             arguments = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "name")]
             found.update(id(a) for a in arguments)
             names.update(n.id for a in arguments for n in ast.walk(a) if isinstance(n, ast.Name))
@@ -129,7 +124,7 @@ def _probed_modules(module: Module) -> set[int]:
     """id() of the string constants `find_spec` is asked about: a module that may be missing, by design."""
     found: set[int] = set()
     for call in module.of_type(ast.Call):
-        if _called_name(call) == "find_spec":
+        if called_name(call) == "find_spec":
             found.update(id(a) for a in call.args[:1])
     return found
 
